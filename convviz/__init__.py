@@ -1,0 +1,41 @@
+"""convviz: compute and show the gradients of 2-D convolution.
+
+The compute core implements two TensorFlow ops with their exact semantics:
+
+* :func:`conv2d_backprop_input` -- the gradient of conv2d with respect to its
+  input (``Conv2DBackpropInput``);
+* :func:`depthwise_conv2d_native_backprop_filter` -- the gradient of depthwise
+  conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
+
+Drop-in namespaces for TensorFlow and MindSpore users live in
+:mod:`convviz.compat`; the shape arithmetic in :mod:`convviz.geometry`; a float64
+NumPy reference in :mod:`convviz.reference`.
+
+Examples
+--------
+>>> import numpy as np, convviz
+>>> convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1)),
+...                               np.ones((1, 2, 2, 1)), [1, 2, 2, 1], "SAME").shape
+(1, 4, 4, 1)
+"""
+
+from ._validate import InvalidArgumentError
+from ._version import __version__
+from ._info import openmp_enabled, show_versions
+from .geometry import AxisGeometry, ConvGeometry
+from .ops import conv2d_backprop_input, depthwise_conv2d_native_backprop_filter
+from . import compat, geometry, reference
+
+__all__ = [
+    "AxisGeometry",
+    "ConvGeometry",
+    "InvalidArgumentError",
+    "__version__",
+    "compat",
+    "conv2d_backprop_input",
+    "depthwise_conv2d_native_backprop_filter",
+    "geometry",
+    "openmp_enabled",
+    "reference",
+    "show_versions",
+]

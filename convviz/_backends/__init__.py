@@ -1,0 +1,1 @@
+"""Compute backends.  ``cpu`` runs the Cython/OpenMP kernels from ``_ext/``."""

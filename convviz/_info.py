@@ -1,0 +1,96 @@
+"""What this convviz build is and can do: version, OpenMP, threads, optional packages."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import sys
+from typing import Any
+
+from . import _openmp_info
+from ._version import __version__
+
+
+def openmp_enabled() -> bool:
+    """Whether the kernels were compiled with OpenMP.
+
+    A build without OpenMP still works, serially.
+
+    Examples
+    --------
+    >>> import convviz
+    >>> isinstance(convviz.openmp_enabled(), bool)
+    True
+    """
+    return _openmp_info.openmp_enabled()
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        module = importlib.import_module(name)
+    except Exception:  # absent, or present but broken: both mean "not usable"
+        return None
+    return getattr(module, "__version__", "unknown")
+
+
+def _cupy_info() -> dict[str, Any]:
+    try:
+        import cupy
+    except Exception:
+        return {"cupy": None}
+    info: dict[str, Any] = {"cupy": cupy.__version__}
+    try:
+        info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+        info["cuda_devices"] = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # CuPy installed without a usable device
+        info["cuda_devices"] = 0
+        info["cuda_error"] = str(err)
+    return info
+
+
+def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
+    """Print (or return) what this convviz build is and what it can use.
+
+    Parameters
+    ----------
+    as_dict : bool, optional
+        Return the facts as a dict instead of printing them.
+
+    Returns
+    -------
+    dict or None
+        With ``as_dict=True``: ``convviz``, ``python``, ``platform``, ``numpy``,
+        ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
+        ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
+        ``cpu_count`` and ``cupy`` (its version, or None when absent).
+
+    Examples
+    --------
+    >>> import convviz
+    >>> info = convviz.show_versions(as_dict=True)
+    >>> sorted(info)[:4]
+    ['convviz', 'cpu_count', 'cupy', 'max_threads']
+    >>> info["max_threads"] >= 1
+    True
+    """
+    info: dict[str, Any] = {
+        "convviz": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": _package_version("numpy"),
+        "ml_dtypes": _package_version("ml_dtypes"),
+        "openmp": _openmp_info.openmp_enabled(),
+        "max_threads": _openmp_info.max_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "cpu_count": os.cpu_count(),
+    }
+    info.update(_cupy_info())
+    if as_dict:
+        return info
+    width = max(len(key) for key in info)
+    for key, value in info.items():
+        if key == "openmp":
+            value = "yes (parallel kernels)" if value else "no (serial kernels)"
+        print(f"{key:>{width}}: {value}")
+    return None

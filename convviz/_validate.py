@@ -1,0 +1,419 @@
+"""User arguments -> (arrays the kernels can trust, a ConvGeometry).
+
+Every check happens here, before any allocation or kernel call.  Wrong values
+and shapes raise :class:`InvalidArgumentError` (a ``ValueError``), wrong types
+and dtypes raise ``TypeError``; each message names the argument and gives the
+expected and the actual value.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .geometry import DATA_FORMATS, PADDINGS, ConvGeometry
+
+__all__ = ["InvalidArgumentError"]
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
+FLOAT_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
+INPUT_GRAD_DTYPES = FLOAT_DTYPES + (np.dtype(np.int32),)
+FILTER_GRAD_DTYPES = FLOAT_DTYPES
+
+# Sizes, strides, dilations and paddings are int32 in TensorFlow's kernels;
+# larger values are never meaningful and would only invite overflow.
+MAX_DIMENSION = 2**31 - 1
+
+
+class InvalidArgumentError(ValueError):
+    """An argument has a wrong value or shape.
+
+    A ``ValueError``, so ``except ValueError`` catches it; the message names the
+    argument, the expected and the actual value.
+
+    Examples
+    --------
+    >>> import numpy as np, convviz
+    >>> try:
+    ...     convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1)),
+    ...                                   np.ones((1, 3, 3, 1)), [1, 1, 1, 1], "SAME")
+    ... except convviz.InvalidArgumentError as err:
+    ...     print(err)
+    conv2d_backprop_input: out_backprop must have shape (1, 4, 4, 1) (computed from input_sizes, filter, strides, dilations and padding), got (1, 3, 3, 1)
+    """
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "bfloat16" if dtype == BFLOAT16 else dtype.name
+
+
+def _names(dtypes: tuple[np.dtype, ...]) -> str:
+    return ", ".join(_dtype_name(d) for d in dtypes)
+
+
+# -- scalars and integer lists ----------------------------------------------------
+def as_int(value: Any, name: str, op: str) -> int:
+    """Return ``value`` as a Python int; bools, floats and strings are TypeErrors."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be an int, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{op}: {name} must be an int, got {type(value).__name__} {value!r}"
+        ) from None
+
+
+def as_int_list(value: Any, name: str, op: str) -> tuple[int, ...]:
+    """Return a 1-D list/tuple/array of ints as a tuple of Python ints."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise InvalidArgumentError(
+                f"{op}: {name} must be 1-D, got an array of shape {value.shape}"
+            )
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"{op}: {name} must hold integers, got dtype {value.dtype}")
+        return tuple(int(v) for v in value.tolist())
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__array__"):
+        return as_int_list(np.asarray(value), name, op)  # e.g. a tf.Tensor or torch.Tensor
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{op}: {name} must be a list or tuple of ints, got {type(value).__name__} {value!r}"
+        )
+    return tuple(as_int(v, f"{name}[{i}]", op) for i, v in enumerate(value))
+
+
+def _check_range(values: tuple[int, ...], name: str, op: str, low: int) -> None:
+    for i, v in enumerate(values):
+        if v < low or v > MAX_DIMENSION:
+            raise InvalidArgumentError(
+                f"{op}: {name}[{i}] must be between {low} and {MAX_DIMENSION}, got {v} "
+                f"(in {name}={list(values)})"
+            )
+
+
+def as_string(value: Any, name: str, op: str, allowed: tuple[str, ...]) -> str:
+    """Return ``value`` (str or bytes) if it is one of ``allowed`` (exact case)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{op}: {name} must be a string, one of {allowed}, got {type(value).__name__} {value!r}"
+        )
+    if value not in allowed:
+        hint = f" (did you mean {value.upper()!r}?)" if value.upper() in allowed else ""
+        raise InvalidArgumentError(f"{op}: {name} must be one of {allowed}, got {value!r}{hint}")
+    return value
+
+
+def resolve_n_threads(n_threads: Any, op: str) -> int:
+    """None -> OpenMP's default (all cores, or OMP_NUM_THREADS); else a positive int."""
+    if n_threads is None:
+        from . import _openmp_info
+
+        return max(1, _openmp_info.max_threads())
+    n = as_int(n_threads, "n_threads", op)
+    if n < 1:
+        raise InvalidArgumentError(f"{op}: n_threads must be None or at least 1, got {n}")
+    return n
+
+
+# -- tensors ---------------------------------------------------------------------
+def as_tensor(
+    value: Any, name: str, op: str, *, like: np.ndarray | None = None,
+    default_float: Any = np.float64,
+) -> np.ndarray:
+    """Turn ``value`` into an ndarray with a native-byte-order dtype.
+
+    Arrays (anything with a dtype) keep their dtype.  Python lists and scalars
+    take the dtype of ``like`` when given (as TensorFlow converts a list to the
+    other operand's dtype), otherwise ``default_float`` for floats and int32 for
+    ints.  Strings, bools, objects and complex values are TypeErrors.
+    """
+    if hasattr(value, "dtype") and not isinstance(value, np.ndarray):
+        module = type(value).__module__.split(".")[0]
+        if module == "cupy":
+            raise TypeError(
+                f"{op}: {name} is a CuPy array; this build computes on the CPU only, "
+                "pass a NumPy array (cupy.asnumpy)"
+            )
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as err:
+        raise InvalidArgumentError(f"{op}: {name} is not a rectangular array: {err}") from None
+    if not hasattr(value, "dtype"):
+        kind = array.dtype.kind
+        if kind in "fiu" and like is not None and like.dtype.kind in "fiu":
+            if kind == "f" and like.dtype.kind in "iu":
+                raise TypeError(
+                    f"{op}: {name} holds floats but must have the same dtype as the other "
+                    f"tensor ({_dtype_name(like.dtype)})"
+                )
+            array = array.astype(like.dtype)
+        elif kind == "f":
+            array = array.astype(default_float)
+        elif kind in "iu":
+            if array.size and (array.min() < -(2**31) or array.max() > 2**31 - 1):
+                raise InvalidArgumentError(f"{op}: {name} holds ints that do not fit int32")
+            array = array.astype(np.int32)
+    if array.dtype.kind in "fiu" and not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
+    return array
+
+
+def check_dtype(array: np.ndarray, name: str, op: str, allowed: tuple[np.dtype, ...]) -> np.dtype:
+    if array.dtype not in allowed:
+        raise TypeError(
+            f"{op}: {name} must have one of the dtypes {_names(allowed)}, got {_dtype_name(array.dtype)}"
+        )
+    return array.dtype
+
+
+def check_same_dtype(array: np.ndarray, name: str, reference: np.ndarray, ref_name: str, op: str) -> None:
+    if array.dtype != reference.dtype:
+        raise TypeError(
+            f"{op}: {name} must have the same dtype as {ref_name} "
+            f"({_dtype_name(reference.dtype)}), got {_dtype_name(array.dtype)}"
+        )
+
+
+def check_rank4(array: np.ndarray, name: str, op: str, layout: str) -> None:
+    if array.ndim != 4:
+        raise InvalidArgumentError(
+            f"{op}: {name} must be 4-D {layout}, got {array.ndim}-D with shape {array.shape}"
+        )
+
+
+def physical_memory_bytes() -> int:
+    """Bytes of RAM on this machine (a generous 1 TiB where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
+
+
+def check_allocation(shape: tuple[int, ...], itemsize: int, what: str, op: str) -> None:
+    """Refuse a result that could not fit in this machine's memory."""
+    nbytes = prod(shape) * itemsize
+    limit = physical_memory_bytes()
+    if nbytes > limit:
+        raise InvalidArgumentError(
+            f"{op}: {what} of shape {tuple(shape)} would need {nbytes / 2**30:.3g} GiB, "
+            f"more than this machine's memory ({limit / 2**30:.3g} GiB)"
+        )
+
+
+# -- window parameters (shared by both ops) -----------------------------------------
+@dataclass(frozen=True)
+class Window:
+    """Validated spatial parameters in (height, width) order."""
+
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    padding: str
+    pads: tuple[int, int, int, int]  # top, bottom, left, right (EXPLICIT only)
+    data_format: str
+
+    @property
+    def hw_axes(self) -> tuple[int, int]:
+        return (1, 2) if self.data_format == "NHWC" else (2, 3)
+
+    @property
+    def channel_axis(self) -> int:
+        return 3 if self.data_format == "NHWC" else 1
+
+
+def validate_window(
+    strides: Any, padding: Any, explicit_paddings: Any, data_format: Any, dilations: Any, op: str,
+) -> Window:
+    data_format = as_string(data_format, "data_format", op, DATA_FORMATS)
+    padding = as_string(padding, "padding", op, PADDINGS)
+    h_axis, w_axis = (1, 2) if data_format == "NHWC" else (2, 3)
+    c_axis = 3 if data_format == "NHWC" else 1
+
+    def four(value: Any, name: str) -> tuple[int, int]:
+        values = as_int_list(value, name, op)
+        if len(values) != 4:
+            raise InvalidArgumentError(
+                f"{op}: {name} must have 4 values in {data_format} order, got {len(values)}: {list(values)}"
+            )
+        if values[0] != 1 or values[c_axis] != 1:
+            raise InvalidArgumentError(
+                f"{op}: {name} in the batch and depth dimensions must be 1 "
+                f"({data_format} positions 0 and {c_axis}), got {list(values)}"
+            )
+        _check_range(values, name, op, low=1)
+        return values[h_axis], values[w_axis]
+
+    stride_hw = four(strides, "strides")
+    dilation_hw = four(dilations, "dilations")
+
+    pads = as_int_list(explicit_paddings, "explicit_paddings", op)
+    if padding != "EXPLICIT":
+        if pads:
+            raise InvalidArgumentError(
+                f"{op}: explicit_paddings must be empty unless padding is 'EXPLICIT' "
+                f"(padding={padding!r}), got {list(pads)}"
+            )
+        pads4 = (0, 0, 0, 0)
+    else:
+        if len(pads) != 8:
+            raise InvalidArgumentError(
+                f"{op}: explicit_paddings must have 8 values (a before/after pair per "
+                f"dimension in {data_format} order) when padding is 'EXPLICIT', got {len(pads)}: {list(pads)}"
+            )
+        _check_range(pads, "explicit_paddings", op, low=0)
+        if pads[0] or pads[1] or pads[2 * c_axis] or pads[2 * c_axis + 1]:
+            raise InvalidArgumentError(
+                f"{op}: explicit_paddings for the batch and depth dimensions must be 0, got {list(pads)}"
+            )
+        pads4 = (pads[2 * h_axis], pads[2 * h_axis + 1], pads[2 * w_axis], pads[2 * w_axis + 1])
+    return Window(stride_hw, dilation_hw, padding, pads4, data_format)
+
+
+def _spatial(shape: tuple[int, ...], window: Window) -> tuple[int, int, int, int]:
+    """(N, H, W, C) of a 4-D shape in the window's data format."""
+    h, w = window.hw_axes
+    return shape[0], shape[h], shape[w], shape[window.channel_axis]
+
+
+def _check_output_shape(geometry: ConvGeometry, out_backprop: np.ndarray, what: str, op: str) -> None:
+    if tuple(out_backprop.shape) != geometry.output_shape:
+        raise InvalidArgumentError(
+            f"{op}: out_backprop must have shape {geometry.output_shape} "
+            f"(computed from {what}, strides, dilations and padding), got {tuple(out_backprop.shape)}"
+        )
+
+
+# -- the two ops -----------------------------------------------------------------
+@dataclass(frozen=True)
+class InputGradCall:
+    """A validated conv2d_backprop_input call."""
+
+    geometry: ConvGeometry
+    filter: np.ndarray
+    out_backprop: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+@dataclass(frozen=True)
+class FilterGradCall:
+    """A validated depthwise_conv2d_native_backprop_filter call."""
+
+    geometry: ConvGeometry
+    input: np.ndarray
+    out_backprop: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+def validate_conv2d_backprop_input(
+    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    op: str = "conv2d_backprop_input", default_float: Any = np.float64,
+) -> InputGradCall:
+    # Types first, then values: a dtype error is more fundamental than a shape one.
+    filter_is_array = hasattr(filter, "dtype")
+    filter = as_tensor(filter, "filter", op, default_float=default_float)
+    out_backprop = as_tensor(
+        out_backprop, "out_backprop", op, like=filter if filter_is_array else None,
+        default_float=default_float,
+    )
+    if not filter_is_array and hasattr(out_backprop, "dtype") and filter.dtype != out_backprop.dtype:
+        filter = as_tensor(filter.tolist(), "filter", op, like=out_backprop)
+    dtype = check_dtype(filter, "filter", op, INPUT_GRAD_DTYPES)
+    check_same_dtype(out_backprop, "out_backprop", filter, "filter", op)
+    sizes = as_int_list(input_sizes, "input_sizes", op)
+    threads = resolve_n_threads(n_threads, op)
+    window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
+    check_rank4(out_backprop, "out_backprop", op, window.data_format)
+    if len(sizes) not in (2, 4):
+        raise InvalidArgumentError(
+            f"{op}: input_sizes must have 4 values ({window.data_format}) or 2 values "
+            f"([height, width]), got {len(sizes)}: {list(sizes)}"
+        )
+    _check_range(sizes, "input_sizes", op, low=0)
+    kernel_h, kernel_w, filter_depth, out_channels = filter.shape
+    if min(filter.shape) < 1:
+        raise InvalidArgumentError(
+            f"{op}: filter must not be empty (every dimension at least 1), got shape {filter.shape}"
+        )
+    if len(sizes) == 4:
+        batch, height, width, in_channels = _spatial(sizes, window)
+    else:
+        height, width = sizes
+        batch, in_channels = out_backprop.shape[0], filter_depth
+    if in_channels < 1 or in_channels % filter_depth:
+        raise InvalidArgumentError(
+            f"{op}: input depth ({in_channels}, from input_sizes) must be a positive multiple "
+            f"of the filter's in-depth (filter.shape[2] = {filter_depth})"
+        )
+    groups = in_channels // filter_depth
+    if out_channels % groups:
+        raise InvalidArgumentError(
+            f"{op}: filter out-depth (filter.shape[3] = {out_channels}) must be a multiple of "
+            f"the number of groups ({groups} = input depth {in_channels} / filter in-depth {filter_depth})"
+        )
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=in_channels,
+        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
+        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
+        groups=groups, data_format=window.data_format,
+    )
+    _check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
+    check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op)
+    return InputGradCall(geometry, filter, out_backprop, dtype, threads)
+
+
+def validate_depthwise_backprop_filter(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
+) -> FilterGradCall:
+    input_is_array = hasattr(input, "dtype")
+    input = as_tensor(input, "input", op, default_float=default_float)
+    out_backprop = as_tensor(
+        out_backprop, "out_backprop", op, like=input if input_is_array else None,
+        default_float=default_float,
+    )
+    if not input_is_array and hasattr(out_backprop, "dtype") and input.dtype != out_backprop.dtype:
+        input = as_tensor(input.tolist(), "input", op, like=out_backprop)
+    dtype = check_dtype(input, "input", op, FILTER_GRAD_DTYPES)
+    check_same_dtype(out_backprop, "out_backprop", input, "input", op)
+    sizes = as_int_list(filter_sizes, "filter_sizes", op)
+    threads = resolve_n_threads(n_threads, op)
+    window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    check_rank4(input, "input", op, window.data_format)
+    check_rank4(out_backprop, "out_backprop", op, window.data_format)
+    if len(sizes) != 4:
+        raise InvalidArgumentError(
+            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels, "
+            f"channel_multiplier], got {len(sizes)}: {list(sizes)}"
+        )
+    _check_range(sizes, "filter_sizes", op, low=1)
+    kernel_h, kernel_w, filter_channels, multiplier = sizes
+    batch, height, width, channels = _spatial(input.shape, window)
+    if filter_channels != channels:
+        raise InvalidArgumentError(
+            f"{op}: filter_sizes[2] must equal the input depth ({channels}), got {filter_channels}"
+        )
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=channels,
+        out_channels=channels * multiplier, kernel_hw=(kernel_h, kernel_w),
+        strides=window.strides, dilations=window.dilations, padding=window.padding,
+        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
+    )
+    _check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
+    check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op)
+    return FilterGradCall(geometry, input, out_backprop, dtype, threads)

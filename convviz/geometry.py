@@ -1,0 +1,348 @@
+"""The arithmetic of a 2-D convolution, in one place.
+
+Validation builds a :class:`ConvGeometry`, the kernels consume its numbers and the
+figures draw them: output sizes, per-side padding, the effective (dilated)
+kernel, which input cell each (output cell, tap) pair touches, the input rows
+and columns that receive no gradient, and the coverage (overlap count) map.
+Nothing else in convviz computes an output size or a padding split.
+
+Conventions (TensorFlow's):
+
+* effective kernel ``eff = (kernel - 1) * dilation + 1``;
+* VALID: no padding; EXPLICIT: the given ``(before, after)`` pair;
+* SAME: ``out = ceil(in / stride)``, ``need = max(0, (out - 1) * stride + eff - in)``,
+  ``before = need // 2`` and the odd extra row/column goes *after*
+  (bottom/right);
+* VALID and EXPLICIT: ``out = (in + before + after - eff) // stride + 1``, or 0
+  when the padded input is smaller than the effective kernel (no window fits);
+* output ``o`` and tap ``k`` read input ``i = o * stride - before + k * dilation``;
+  ``i`` outside ``[0, in)`` is padding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Padding = Literal["SAME", "VALID", "EXPLICIT"]
+DataFormat = Literal["NHWC", "NCHW"]
+
+PADDINGS: tuple[str, ...] = ("SAME", "VALID", "EXPLICIT")
+DATA_FORMATS: tuple[str, ...] = ("NHWC", "NCHW")
+
+
+def effective_kernel_size(kernel_size: int, dilation: int) -> int:
+    """Return the extent of a dilated kernel: ``(kernel_size - 1) * dilation + 1``.
+
+    Examples
+    --------
+    >>> effective_kernel_size(3, 2)
+    5
+    """
+    return (kernel_size - 1) * dilation + 1
+
+
+def same_padding(input_size: int, kernel_size: int, stride: int, dilation: int) -> tuple[int, int]:
+    """Return TensorFlow's SAME padding ``(before, after)`` for one axis.
+
+    The total is what the last window needs to fit; the odd extra cell goes
+    after (bottom or right).
+
+    Examples
+    --------
+    >>> same_padding(8, 3, 2, 1)   # out = 4, need = 3 * 2 + 3 - 8 = 1
+    (0, 1)
+    >>> same_padding(7, 3, 1, 2)   # eff = 5, need = 4
+    (2, 2)
+    """
+    out = -(-input_size // stride)
+    need = max(0, (out - 1) * stride + effective_kernel_size(kernel_size, dilation) - input_size)
+    return need // 2, need - need // 2
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class AxisGeometry:
+    """The arithmetic of a convolution along one spatial axis.
+
+    Parameters
+    ----------
+    input_size : int
+        Length of the input along this axis.
+    kernel_size : int
+        Number of taps of the (undilated) kernel.
+    stride : int
+        Step between consecutive windows.
+    dilation : int
+        Step between consecutive taps.
+    pad_before, pad_after : int
+        Zero padding added before (top/left) and after (bottom/right).
+
+    Examples
+    --------
+    >>> axis = AxisGeometry.from_padding(8, 3, stride=2, dilation=1, padding="SAME")
+    >>> axis.output_size, axis.pad_before, axis.pad_after
+    (4, 0, 1)
+    >>> axis.input_index(out_index=1, tap=2)
+    4
+    """
+
+    input_size: int
+    kernel_size: int
+    stride: int
+    dilation: int
+    pad_before: int
+    pad_after: int
+
+    @classmethod
+    def from_padding(
+        cls,
+        input_size: int,
+        kernel_size: int,
+        stride: int,
+        dilation: int,
+        padding: str,
+        explicit: tuple[int, int] = (0, 0),
+    ) -> AxisGeometry:
+        """Build the axis geometry for a padding mode ("SAME", "VALID", "EXPLICIT").
+
+        ``explicit`` is the ``(before, after)`` pair used when padding is
+        "EXPLICIT" and ignored otherwise.
+        """
+        if padding == "SAME":
+            before, after = same_padding(input_size, kernel_size, stride, dilation)
+        elif padding == "VALID":
+            before, after = 0, 0
+        elif padding == "EXPLICIT":
+            before, after = explicit
+        else:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
+        return cls(input_size, kernel_size, stride, dilation, before, after)
+
+    @property
+    def effective_kernel_size(self) -> int:
+        """Extent of the dilated kernel, ``(kernel_size - 1) * dilation + 1``."""
+        return effective_kernel_size(self.kernel_size, self.dilation)
+
+    @property
+    def padded_size(self) -> int:
+        """Input length with both paddings added."""
+        return self.input_size + self.pad_before + self.pad_after
+
+    @property
+    def output_size(self) -> int:
+        """Number of windows, that is the output length of the forward convolution."""
+        span = self.padded_size - self.effective_kernel_size
+        if span < 0:
+            return 0  # no window fits: the forward output (and out_backprop) is empty
+        return span // self.stride + 1
+
+    @property
+    def unread_after(self) -> int:
+        """Cells at the end of the padded input that no window reads.
+
+        Positive when ``(padded - eff) % stride != 0``; the real input cells among
+        them get exactly zero gradient.
+        """
+        if self.output_size == 0:
+            return self.padded_size
+        last_read = (self.output_size - 1) * self.stride + self.effective_kernel_size
+        return self.padded_size - last_read
+
+    def input_index(self, out_index: int, tap: int) -> int:
+        """Input cell read by output cell ``out_index`` through tap ``tap``.
+
+        The result may lie outside ``[0, input_size)``: that cell is padding.
+        """
+        return out_index * self.stride - self.pad_before + tap * self.dilation
+
+    def output_range(self, tap: int) -> range:
+        """Output cells whose window reads a real input cell through ``tap``.
+
+        For every ``o`` in the returned range, ``input_index(o, tap)`` lies in
+        ``[0, input_size)``; for every other ``o`` it is padding.  The kernels
+        iterate exactly these ranges.
+
+        Examples
+        --------
+        >>> AxisGeometry.from_padding(5, 3, 1, 1, "SAME").output_range(0)
+        range(1, 5)
+        """
+        offset = tap * self.dilation - self.pad_before  # input index of output 0
+        first = max(0, _ceil_div(-offset, self.stride))
+        last = min(self.output_size - 1, (self.input_size - 1 - offset) // self.stride)
+        return range(first, max(first, last + 1))
+
+    def index_table(self) -> np.ndarray:
+        """Array ``[output_size, kernel_size]`` of input indices (may be out of range)."""
+        out = np.arange(self.output_size)[:, None]
+        taps = np.arange(self.kernel_size)[None, :]
+        return out * self.stride - self.pad_before + taps * self.dilation
+
+    def coverage(self) -> np.ndarray:
+        """How many (output cell, tap) pairs read each input cell (int64, ``[input_size]``)."""
+        counts = np.zeros(self.input_size, dtype=np.int64)
+        for tap in range(self.kernel_size):
+            outs = self.output_range(tap)
+            if len(outs):
+                idx = np.asarray(outs) * self.stride - self.pad_before + tap * self.dilation
+                counts[idx] += 1  # one tap hits each input index at most once
+        return counts
+
+    def zero_gradient_indices(self) -> np.ndarray:
+        """Input cells that no window reads, so their gradient is exactly zero."""
+        return np.flatnonzero(self.coverage() == 0)
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Everything about a 2-D convolution's shape arithmetic.
+
+    Covers grouped convolution (``groups`` groups of ``in_channels // groups``
+    inputs and ``out_channels // groups`` outputs) and depthwise convolution
+    (``depthwise=True``: ``groups == in_channels``, ``out_channels == in_channels *
+    multiplier``, filter ``[KH, KW, C, multiplier]``, output channel ``c * multiplier + m``).
+
+    Build one with :meth:`build`; validation in :mod:`convviz.ops` does.
+
+    Examples
+    --------
+    >>> g = ConvGeometry.build(batch=1, input_hw=(5, 5), in_channels=2, out_channels=4,
+    ...                        kernel_hw=(3, 3), strides=(2, 2), dilations=(1, 1),
+    ...                        padding="VALID")
+    >>> g.output_hw, g.output_shape
+    ((2, 2), (1, 2, 2, 4))
+    >>> g.filter_shape
+    (3, 3, 2, 4)
+    """
+
+    batch: int
+    rows: AxisGeometry
+    cols: AxisGeometry
+    in_channels: int
+    out_channels: int
+    groups: int = 1
+    depthwise: bool = False
+    data_format: str = "NHWC"
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        batch: int,
+        input_hw: tuple[int, int],
+        in_channels: int,
+        out_channels: int,
+        kernel_hw: tuple[int, int],
+        strides: tuple[int, int],
+        dilations: tuple[int, int],
+        padding: str,
+        explicit_paddings: tuple[int, int, int, int] = (0, 0, 0, 0),
+        groups: int = 1,
+        depthwise: bool = False,
+        data_format: str = "NHWC",
+    ) -> ConvGeometry:
+        """Build a geometry from sizes and parameters (already validated).
+
+        ``explicit_paddings`` is ``(top, bottom, left, right)``, used only when
+        ``padding == "EXPLICIT"``.
+        """
+        top, bottom, left, right = explicit_paddings
+        rows = AxisGeometry.from_padding(
+            input_hw[0], kernel_hw[0], strides[0], dilations[0], padding, (top, bottom)
+        )
+        cols = AxisGeometry.from_padding(
+            input_hw[1], kernel_hw[1], strides[1], dilations[1], padding, (left, right)
+        )
+        if depthwise:
+            groups = in_channels
+        return cls(batch, rows, cols, in_channels, out_channels, groups, depthwise, data_format)
+
+    # -- sizes -------------------------------------------------------------
+    @property
+    def input_hw(self) -> tuple[int, int]:
+        return self.rows.input_size, self.cols.input_size
+
+    @property
+    def output_hw(self) -> tuple[int, int]:
+        return self.rows.output_size, self.cols.output_size
+
+    @property
+    def kernel_hw(self) -> tuple[int, int]:
+        return self.rows.kernel_size, self.cols.kernel_size
+
+    @property
+    def strides_hw(self) -> tuple[int, int]:
+        return self.rows.stride, self.cols.stride
+
+    @property
+    def dilations_hw(self) -> tuple[int, int]:
+        return self.rows.dilation, self.cols.dilation
+
+    @property
+    def effective_kernel_hw(self) -> tuple[int, int]:
+        return self.rows.effective_kernel_size, self.cols.effective_kernel_size
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """Per-side padding ``(top, bottom, left, right)``."""
+        return self.rows.pad_before, self.rows.pad_after, self.cols.pad_before, self.cols.pad_after
+
+    @property
+    def multiplier(self) -> int:
+        """Depthwise channel multiplier (``out_channels // in_channels``)."""
+        return self.out_channels // self.in_channels if self.in_channels else 0
+
+    def _layout(self, n: int, h: int, w: int, c: int) -> tuple[int, int, int, int]:
+        return (n, h, w, c) if self.data_format == "NHWC" else (n, c, h, w)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        """Shape of the convolution's input in ``data_format`` order."""
+        return self._layout(self.batch, *self.input_hw, self.in_channels)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        """Shape of the forward output (and of ``out_backprop``) in ``data_format`` order."""
+        return self._layout(self.batch, *self.output_hw, self.out_channels)
+
+    @property
+    def filter_shape(self) -> tuple[int, int, int, int]:
+        """``[KH, KW, C_in / groups, C_out]`` or, depthwise, ``[KH, KW, C, multiplier]``."""
+        kh, kw = self.kernel_hw
+        if self.depthwise:
+            return kh, kw, self.in_channels, self.multiplier
+        return kh, kw, self.in_channels // self.groups, self.out_channels
+
+    # -- what the pictures show --------------------------------------------
+    def coverage(self) -> np.ndarray:
+        """``[H, W]`` count of (output cell, tap) pairs that read each input cell.
+
+        Equal to ``conv2d_backprop_input`` of an all-ones ``out_backprop`` with an
+        all-ones single-channel filter.
+        """
+        return np.multiply.outer(self.rows.coverage(), self.cols.coverage())
+
+    def zero_gradient_rows(self) -> np.ndarray:
+        """Input rows that no window reads (their gradient is exactly zero)."""
+        return self.rows.zero_gradient_indices()
+
+    def zero_gradient_cols(self) -> np.ndarray:
+        """Input columns that no window reads (their gradient is exactly zero)."""
+        return self.cols.zero_gradient_indices()
+
+    def input_cell(self, out_cell: tuple[int, int], tap: tuple[int, int]) -> tuple[int, int]:
+        """Input ``(row, col)`` read by output ``out_cell`` through ``tap`` (may be padding)."""
+        return (
+            self.rows.input_index(out_cell[0], tap[0]),
+            self.cols.input_index(out_cell[1], tap[1]),
+        )
+
+    def is_padding(self, cell: tuple[int, int]) -> bool:
+        """True when ``cell`` lies in the padding, outside the real input."""
+        return not (0 <= cell[0] < self.rows.input_size and 0 <= cell[1] < self.cols.input_size)

@@ -1,0 +1,252 @@
+"""The public ops: validate, pick a backend, run the kernel, cast back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _validate
+from ._backends import cpu
+
+__all__ = ["conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
+
+IntList = Sequence[int]
+
+
+def conv2d_backprop_input(
+    input_sizes: IntList | np.ndarray,
+    filter: Any,
+    out_backprop: Any,
+    strides: IntList,
+    padding: str,
+    explicit_paddings: IntList = (),
+    data_format: str = "NHWC",
+    dilations: IntList = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Gradient of conv2d with respect to its input (TensorFlow ``Conv2DBackpropInput``).
+
+    Computes ``dL/dx`` for ``y = conv2d(x, filter)`` given ``out_backprop = dL/dy``:
+    every output-gradient cell is scattered back, through each filter tap, to the
+    input cell that tap read.  Semantics are TensorFlow's, exactly, for every
+    padding, layout, stride, dilation, group count and dtype; where TensorFlow's
+    CPU kernel refuses a case (float64 dilation, grouped float64, NCHW) or gets it
+    wrong, this returns the exact gradient.
+
+    Parameters
+    ----------
+    input_sizes : sequence of int
+        Shape of the convolution's input: 4 values in ``data_format`` order, or 2
+        values ``[height, width]`` (batch then comes from ``out_backprop``, depth
+        from ``filter.shape[2]``).
+    filter : array_like
+        ``[filter_height, filter_width, in_channels / groups, out_channels]``
+        (HWIO).  dtype float16, bfloat16 (``ml_dtypes.bfloat16``), float32,
+        float64 or int32.  The input depth may be any multiple of
+        ``filter.shape[2]``: that is a grouped convolution.
+    out_backprop : array_like
+        Gradient with respect to the convolution's output, 4-D in
+        ``data_format`` order; same dtype as ``filter``.  Its shape must equal the
+        forward output shape the other arguments imply.
+    strides : sequence of 4 ints
+        Window step per dimension in ``data_format`` order; the batch and depth
+        entries must be 1.
+    padding : {"SAME", "VALID", "EXPLICIT"}
+        SAME puts the odd extra padding row/column at the bottom/right.
+    explicit_paddings : sequence of 8 ints, optional
+        With ``padding="EXPLICIT"``: a (before, after) pair per dimension in
+        ``data_format`` order, non-negative, zero for batch and depth.  Must be
+        empty otherwise.
+    data_format : {"NHWC", "NCHW"}, optional
+        Layout of ``input_sizes``, ``out_backprop`` and the result.
+    dilations : sequence of 4 ints, optional
+        Gap between filter taps per dimension; batch and depth entries must be 1.
+    n_threads : int, optional
+        Threads to use.  None (default) means OpenMP's default: every core, or
+        ``OMP_NUM_THREADS``.  The result is bitwise the same for any value.
+
+    Returns
+    -------
+    numpy.ndarray
+        The input gradient, shape ``input_sizes`` (in ``data_format`` order),
+        dtype of ``filter``.  Half types are accumulated in float32 and rounded
+        once; int32 wraps modulo 2**32 as TensorFlow's does.
+
+    Raises
+    ------
+    InvalidArgumentError
+        (a ``ValueError``) for wrong values or shapes: the message names the
+        argument with the expected and actual values.
+    TypeError
+        For unsupported or mismatched dtypes and non-integer parameters.
+
+    See Also
+    --------
+    depthwise_conv2d_native_backprop_filter
+    convviz.geometry.ConvGeometry : the arithmetic behind the shapes.
+    convviz.reference.conv2d_backprop_input : the float64 NumPy reference.
+
+    Notes
+    -----
+    Output cell ``o`` and tap ``k`` read input cell
+    ``i = o * stride - pad_before + k * dilation``, so
+
+    ``dx[n, i, j, c] = sum dy[n, oh, ow, co] * filter[kh, kw, c', co]``
+
+    over every ``(oh, kh)`` with ``oh * stride_h - pad_top + kh * dilation_h == i``
+    (likewise for columns) and every ``co`` in ``c``'s group.  Input rows that no
+    window reads (when ``(in + pads - eff) % stride != 0``) get exactly zero.
+
+    Examples
+    --------
+    A 3x3 all-ones filter, stride 2, VALID: each output-gradient cell adds 1 to
+    the nine input cells under its window, so the overlaps show as 2s and 4s.
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> dx = convviz.conv2d_backprop_input(
+    ...     [1, 5, 5, 1], np.ones((3, 3, 1, 1), np.float32),
+    ...     np.ones((1, 2, 2, 1), np.float32), strides=[1, 2, 2, 1], padding="VALID")
+    >>> dx[0, :, :, 0]
+    array([[1., 1., 2., 1., 1.],
+           [1., 1., 2., 1., 1.],
+           [2., 2., 4., 2., 2.],
+           [1., 1., 2., 1., 1.],
+           [1., 1., 2., 1., 1.]], dtype=float32)
+
+    The same in NCHW, with 2-value ``input_sizes``:
+
+    >>> convviz.conv2d_backprop_input(
+    ...     [5, 5], np.ones((3, 3, 1, 1)), np.ones((1, 1, 2, 2)),
+    ...     strides=[1, 1, 2, 2], padding="VALID", data_format="NCHW").shape
+    (1, 1, 5, 5)
+    """
+    return run_conv2d_backprop_input(
+        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, n_threads,
+    )
+
+
+def depthwise_conv2d_native_backprop_filter(
+    input: Any,
+    filter_sizes: IntList | np.ndarray,
+    out_backprop: Any,
+    strides: IntList,
+    padding: str,
+    explicit_paddings: IntList = (),
+    data_format: str = "NHWC",
+    dilations: IntList = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Gradient of depthwise conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
+
+    For ``y = depthwise_conv2d(input, filter)`` with filter
+    ``[KH, KW, C, multiplier]`` (output channel ``c * multiplier + m``), returns
+    ``dL/dfilter`` given ``out_backprop = dL/dy``: for each tap, the sum over every
+    output cell of the input cell that tap read times the output gradient.
+    Unlike TensorFlow's CPU kernel this honours ``dilations`` (TensorFlow ignores
+    them there and returns wrong values with SAME padding) and accepts unequal
+    row and column strides.
+
+    Parameters
+    ----------
+    input : array_like
+        The convolution's input, 4-D in ``data_format`` order; float16,
+        bfloat16, float32 or float64.
+    filter_sizes : sequence of 4 ints
+        ``[filter_height, filter_width, in_channels, channel_multiplier]``, all
+        at least 1; ``in_channels`` must equal the input depth.
+    out_backprop : array_like
+        Gradient with respect to the output, 4-D in ``data_format`` order with
+        ``in_channels * channel_multiplier`` channels; same dtype as ``input``.
+    strides : sequence of 4 ints
+        Window step per dimension in ``data_format`` order; batch and depth 1.
+    padding : {"SAME", "VALID", "EXPLICIT"}
+        SAME puts the odd extra padding row/column at the bottom/right.
+    explicit_paddings : sequence of 8 ints, optional
+        With ``padding="EXPLICIT"``: (before, after) per dimension in
+        ``data_format`` order; must be empty otherwise.
+    data_format : {"NHWC", "NCHW"}, optional
+        Layout of ``input`` and ``out_backprop``.
+    dilations : sequence of 4 ints, optional
+        Gap between filter taps per dimension; batch and depth entries must be 1.
+    n_threads : int, optional
+        Threads to use; None means OpenMP's default.  The result is bitwise the
+        same for any value: partial sums are merged in a fixed order.
+
+    Returns
+    -------
+    numpy.ndarray
+        The filter gradient, shape ``filter_sizes``, dtype of ``input``.  Half
+        types are accumulated in float32 and rounded once.
+
+    Raises
+    ------
+    InvalidArgumentError
+        (a ``ValueError``) for wrong values or shapes.
+    TypeError
+        For unsupported or mismatched dtypes and non-integer parameters.
+
+    See Also
+    --------
+    conv2d_backprop_input
+    convviz.reference.depthwise_conv2d_native_backprop_filter
+
+    Notes
+    -----
+    ``dW[kh, kw, c, m] = sum over n, oh, ow of
+    input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * dy[n, oh, ow, c*M + m]``,
+    where taps that land in the padding contribute nothing.
+
+    Examples
+    --------
+    With an all-ones input and out_backprop, each tap's gradient counts the
+    output cells whose window puts that tap on a real (non-padding) pixel:
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> dw = convviz.depthwise_conv2d_native_backprop_filter(
+    ...     np.ones((1, 4, 4, 1)), [3, 3, 1, 1], np.ones((1, 4, 4, 1)),
+    ...     strides=[1, 1, 1, 1], padding="SAME")
+    >>> dw[:, :, 0, 0]
+    array([[ 9., 12.,  9.],
+           [12., 16., 12.],
+           [ 9., 12.,  9.]])
+    """
+    return run_depthwise_conv2d_native_backprop_filter(
+        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, n_threads,
+    )
+
+
+# -- entry points shared with the compat namespaces ------------------------------
+def run_conv2d_backprop_input(
+    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    *, op: str = "conv2d_backprop_input", default_float: Any = np.float64,
+) -> np.ndarray:
+    """Validate and run; ``op`` names the caller in error messages and
+    ``default_float`` is the dtype Python float lists become (TensorFlow and
+    MindSpore use float32)."""
+    call = _validate.validate_conv2d_backprop_input(
+        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, n_threads, op=op, default_float=default_float,
+    )
+    return cpu.conv2d_backprop_input(call)
+
+
+def run_depthwise_conv2d_native_backprop_filter(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    *, op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
+) -> np.ndarray:
+    """Validate and run (see :func:`run_conv2d_backprop_input`)."""
+    call = _validate.validate_depthwise_backprop_filter(
+        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, n_threads, op=op, default_float=default_float,
+    )
+    return cpu.depthwise_conv2d_native_backprop_filter(call)
