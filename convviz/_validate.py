@@ -51,7 +51,7 @@ class InvalidArgumentError(ValueError):
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    return "bfloat16" if dtype == BFLOAT16 else dtype.name
+    return "bfloat16" if dtype == BFLOAT16 else str(dtype)
 
 
 def _names(dtypes: tuple[np.dtype, ...]) -> str:
