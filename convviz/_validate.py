@@ -30,6 +30,8 @@ FILTER_GRAD_DTYPES = FLOAT_DTYPES
 # Sizes, strides, dilations and paddings are int32 in TensorFlow's kernels;
 # larger values are never meaningful and would only invite overflow.
 MAX_DIMENSION = 2**31 - 1
+# More threads than this is never useful and could exhaust the OS's thread limit.
+MAX_THREADS = 1024
 
 
 class InvalidArgumentError(ValueError):
@@ -120,8 +122,9 @@ def resolve_n_threads(n_threads: Any, op: str) -> int:
 
         return max(1, _openmp_info.max_threads())
     n = as_int(n_threads, "n_threads", op)
-    if n < 1:
-        raise InvalidArgumentError(f"{op}: n_threads must be None or at least 1, got {n}")
+    if n < 1 or n > MAX_THREADS:
+        raise InvalidArgumentError(
+            f"{op}: n_threads must be None or between 1 and {MAX_THREADS}, got {n}")
     return n
 
 
@@ -255,7 +258,7 @@ def validate_window(
     stride_hw = four(strides, "strides")
     dilation_hw = four(dilations, "dilations")
 
-    pads = as_int_list(explicit_paddings, "explicit_paddings", op)
+    pads = () if explicit_paddings is None else as_int_list(explicit_paddings, "explicit_paddings", op)
     if padding != "EXPLICIT":
         if pads:
             raise InvalidArgumentError(

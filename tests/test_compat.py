@@ -101,7 +101,7 @@ def test_mindspore_matches_tensorflow_semantics(rng):
                                              [1, 1, 2, 1], "SAME", data_format="NCHW", dilations=[1, 1, 1, 2])
     np.testing.assert_array_equal(got, expected)
     # NHWC: weight (C_out, K1, K2, C_in/group), 4-tuples are (1, 1, H, W).
-    op = msops.Conv2DBackpropInput(6, (3, 2), pad_mode="SAME", stride=(1, 1, 2, 1), dilation=(1, 1, 1, 2),
+    op = msops.Conv2DBackpropInput(6, (3, 2), pad_mode="same", stride=(1, 1, 2, 1), dilation=(1, 1, 1, 2),
                                    group=2, data_format="NHWC")
     nhwc = op(dout.transpose(0, 2, 3, 1), weight.transpose(0, 2, 3, 1), (2, 5, 4, 4))
     np.testing.assert_array_equal(nhwc, expected.transpose(0, 2, 3, 1))
@@ -141,6 +141,7 @@ MS_ERRORS = [
     (dict(pad=(0, 0, 1, 0), pad_mode="same"), ValueError, "pad"),
     (dict(pad=-1, pad_mode="pad"), ValueError, "pad"),
     (dict(pad_mode="full"), ValueError, "pad_mode"),
+    (dict(pad_mode="SAME"), ValueError, "did you mean 'same'"),
     (dict(pad_mode=1), TypeError, "pad_mode"),
     (dict(mode=0), ValueError, "mode"),
     (dict(mode=3), ValueError, "mode"),

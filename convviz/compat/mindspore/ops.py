@@ -89,7 +89,7 @@ class Conv2DBackpropInput:
         ``(K1, K2)``; an int is used for both.
     pad_mode : {"valid", "same", "pad"}, optional
         "same" splits padding as TensorFlow does (the odd extra row/column at
-        the bottom/right); "pad" uses ``pad``.  Case-insensitive.
+        the bottom/right); "pad" uses ``pad``.  Lower case, as MindSpore checks it.
     pad : int or tuple of 4 ints, optional
         ``(top, bottom, left, right)``; must be 0 unless ``pad_mode == "pad"``.
     pad_list : tuple of 4 ints, optional
@@ -155,9 +155,12 @@ class Conv2DBackpropInput:
         self.pad = _four_pads(pad, "pad")
         if not isinstance(pad_mode, str):
             raise TypeError(f"For '{_NAME}', 'pad_mode' must be a str, but got {type(pad_mode).__name__}.")
-        if pad_mode.lower() not in ("valid", "same", "pad"):
-            raise ValueError(f"For '{_NAME}', 'pad_mode' must be one of 'valid', 'same', 'pad', but got {pad_mode!r}.")
-        self.pad_mode = pad_mode.lower()
+        if pad_mode not in ("valid", "same", "pad"):
+            hint = f" (did you mean {pad_mode.lower()!r}?)" if pad_mode.lower() in ("valid", "same", "pad") else ""
+            raise ValueError(
+                f"For '{_NAME}', 'pad_mode' must be one of 'valid', 'same', 'pad', but got {pad_mode!r}{hint}."
+            )
+        self.pad_mode = pad_mode
         if self.pad_mode != "pad" and self.pad != (0, 0, 0, 0):
             raise ValueError(
                 f"For '{_NAME}', 'pad' must be zero when 'pad_mode' is not \"pad\", "
