@@ -187,6 +187,26 @@ def check_same_dtype(array: np.ndarray, name: str, reference: np.ndarray, ref_na
         )
 
 
+def tensor_pair(
+    first: Any, first_name: str, out_backprop: Any, op: str,
+    allowed: tuple[np.dtype, ...], default_float: Any,
+) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    """Convert an op's two tensors; they must share one of the ``allowed`` dtypes.
+
+    A Python list takes the dtype of the other operand when that one is an
+    array, as TensorFlow converts it.
+    """
+    first_is_array = hasattr(first, "dtype")
+    first = as_tensor(first, first_name, op, default_float=default_float)
+    out_backprop = as_tensor(out_backprop, "out_backprop", op,
+                             like=first if first_is_array else None, default_float=default_float)
+    if not first_is_array and out_backprop.dtype != first.dtype:
+        first = as_tensor(first.tolist(), first_name, op, like=out_backprop)
+    dtype = check_dtype(first, first_name, op, allowed)
+    check_same_dtype(out_backprop, "out_backprop", first, first_name, op)
+    return first, out_backprop, dtype
+
+
 def check_rank4(array: np.ndarray, name: str, op: str, layout: str) -> None:
     if array.ndim != 4:
         raise InvalidArgumentError(
@@ -324,16 +344,8 @@ def validate_conv2d_backprop_input(
     op: str = "conv2d_backprop_input", default_float: Any = np.float64,
 ) -> InputGradCall:
     # Types first, then values: a dtype error is more fundamental than a shape one.
-    filter_is_array = hasattr(filter, "dtype")
-    filter = as_tensor(filter, "filter", op, default_float=default_float)
-    out_backprop = as_tensor(
-        out_backprop, "out_backprop", op, like=filter if filter_is_array else None,
-        default_float=default_float,
-    )
-    if not filter_is_array and hasattr(out_backprop, "dtype") and filter.dtype != out_backprop.dtype:
-        filter = as_tensor(filter.tolist(), "filter", op, like=out_backprop)
-    dtype = check_dtype(filter, "filter", op, INPUT_GRAD_DTYPES)
-    check_same_dtype(out_backprop, "out_backprop", filter, "filter", op)
+    filter, out_backprop, dtype = tensor_pair(
+        filter, "filter", out_backprop, op, INPUT_GRAD_DTYPES, default_float)
     sizes = as_int_list(input_sizes, "input_sizes", op)
     threads = resolve_n_threads(n_threads, op)
     window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
@@ -383,16 +395,8 @@ def validate_depthwise_backprop_filter(
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
     op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
 ) -> FilterGradCall:
-    input_is_array = hasattr(input, "dtype")
-    input = as_tensor(input, "input", op, default_float=default_float)
-    out_backprop = as_tensor(
-        out_backprop, "out_backprop", op, like=input if input_is_array else None,
-        default_float=default_float,
-    )
-    if not input_is_array and hasattr(out_backprop, "dtype") and input.dtype != out_backprop.dtype:
-        input = as_tensor(input.tolist(), "input", op, like=out_backprop)
-    dtype = check_dtype(input, "input", op, FILTER_GRAD_DTYPES)
-    check_same_dtype(out_backprop, "out_backprop", input, "input", op)
+    input, out_backprop, dtype = tensor_pair(
+        input, "input", out_backprop, op, FILTER_GRAD_DTYPES, default_float)
     sizes = as_int_list(filter_sizes, "filter_sizes", op)
     threads = resolve_n_threads(n_threads, op)
     window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)

@@ -46,6 +46,14 @@ def _taps(geometry: ConvGeometry):
                         yield oh, ow, kh, kw, ih, iw
 
 
+def _groups(g: ConvGeometry):
+    """Yield (input-channel slice, output-channel slice) of each group."""
+    cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
+    for group in range(g.groups):
+        yield (slice(group * cin_g, (group + 1) * cin_g),
+               slice(group * cout_g, (group + 1) * cout_g))
+
+
 def conv2d_backprop_input(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -71,11 +79,8 @@ def conv2d_backprop_input(
     dy = _nhwc(call.out_backprop.astype(np.float64), g.data_format)
     n, h, wd = g.batch, *g.input_hw
     dx = np.zeros((n, h, wd, g.in_channels))
-    cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
     for oh, ow, kh, kw, ih, iw in _taps(g):
-        for group in range(g.groups):
-            ins = slice(group * cin_g, (group + 1) * cin_g)
-            outs = slice(group * cout_g, (group + 1) * cout_g)
+        for ins, outs in _groups(g):
             # dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]
             dx[:, ih, iw, ins] += dy[:, oh, ow, outs] @ w[kh, kw, :, outs].T
     return _from_nhwc(dx, g.data_format)
@@ -155,11 +160,8 @@ def conv2d(
                           dilations, "reference.conv2d", depthwise=False)
     x = _nhwc(x, g.data_format)
     y = np.zeros((g.batch, *g.output_hw, g.out_channels))
-    cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
     for oh, ow, kh, kw, ih, iw in _taps(g):
-        for group in range(g.groups):
-            ins = slice(group * cin_g, (group + 1) * cin_g)
-            outs = slice(group * cout_g, (group + 1) * cout_g)
+        for ins, outs in _groups(g):
             y[:, oh, ow, outs] += x[:, ih, iw, ins] @ w[kh, kw, :, outs]
     return _from_nhwc(y, g.data_format)
 
