@@ -30,6 +30,8 @@ EXTENSIONS = {
     "convviz._depthwise_filter_grad": "_depthwise_filter_grad.pyx",
 }
 
+HEADERS = ["cvz_common.hpp", "cvz_body.hpp", "cvz_kernels.hpp", "_cvz.pxd", "_openmp.pxd"]
+
 OPENMP_PROBE = textwrap.dedent(
     """
     #include <omp.h>
@@ -86,7 +88,9 @@ class BuildExtWithOpenMP(build_ext):
             print("convviz: building WITHOUT OpenMP (serial kernels)", file=sys.stderr)
         else:
             print(f"convviz: building with OpenMP ({' '.join(flags)})", file=sys.stderr)
-        optimise = [] if self.compiler.compiler_type == "msvc" else ["-O3"]
+        # Portable code: no -march=native.  The kernels carry AVX2 and AVX-512
+        # variants of their own (cvz_kernels.hpp) and pick one at run time.
+        optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else ["-O3", "-std=c++17"]
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args) + optimise + (flags or [])
             ext.extra_link_args = list(ext.extra_link_args) + (flags or [])
@@ -98,7 +102,9 @@ def _extensions() -> list[Extension]:
         Extension(
             name,
             [os.path.join(EXT_DIR, source)],
-            include_dirs=[np.get_include()],
+            language="c++",
+            include_dirs=[np.get_include(), EXT_DIR],
+            depends=[os.path.join(EXT_DIR, header) for header in HEADERS],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         )
         for name, source in EXTENSIONS.items()

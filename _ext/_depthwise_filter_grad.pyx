@@ -1,3 +1,4 @@
+# distutils: language = c++
 """Kernel for the gradient of depthwise conv2d with respect to its filter.
 
 Trusts its arguments: ``convviz._backends.cpu`` validates everything and builds
@@ -11,98 +12,94 @@ added in block order.  No thread ever adds into shared memory, and the grouping
 of the sum is the same for 1 or 64 threads: results are bitwise identical.
 """
 
-from cython.parallel cimport prange
-from libc.stdlib cimport malloc, free
-from libc.string cimport memset
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
 
-ctypedef fused real:
-    float
-    double
+from _cvz cimport (FilterGradArgs, cvz_alloc, cvz_filter_grad_block, cvz_filter_grad_merge,
+                   cvz_filter_grad_prepare, cvz_free, idx)
 
-
-cdef inline void _accumulate_block(
-    const real[:, :, :, :] input,
-    const real[:, :, :, :] out_backprop,
-    real* acc,
-    const Py_ssize_t[:, ::1] row_ranges,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t row_begin, Py_ssize_t row_end,
-    Py_ssize_t kernel_h, Py_ssize_t kernel_w, Py_ssize_t multiplier,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-) noexcept nogil:
-    cdef Py_ssize_t out_h = out_backprop.shape[1]
-    cdef Py_ssize_t channels = input.shape[3]
-    cdef Py_ssize_t row, n, oh, ih, kh, kw, ow, iw, iw_offset, c, m
-    cdef real x
-    cdef real* tap_acc
-    memset(acc, 0, kernel_h * kernel_w * channels * multiplier * sizeof(real))
-    for row in range(row_begin, row_end):
-        n = row // out_h
-        oh = row % out_h
-        for kh in range(kernel_h):
-            if oh < row_ranges[kh, 0] or oh >= row_ranges[kh, 1]:
-                continue  # this tap reads padding for this output row
-            ih = oh * stride_h - pad_top + kh * dil_h
-            for kw in range(kernel_w):
-                tap_acc = acc + (kh * kernel_w + kw) * channels * multiplier
-                iw_offset = kw * dil_w - pad_left
-                for ow in range(col_ranges[kw, 0], col_ranges[kw, 1]):
-                    iw = ow * stride_w + iw_offset
-                    for c in range(channels):
-                        x = input[n, ih, iw, c]
-                        for m in range(multiplier):
-                            tap_acc[c * multiplier + m] += x * out_backprop[n, oh, ow, c * multiplier + m]
+cnp.import_array()
 
 
-cdef inline real _sum_blocks(const real* partial, Py_ssize_t index,
-                             Py_ssize_t size, Py_ssize_t n_blocks) noexcept nogil:
-    cdef real total = 0
-    cdef Py_ssize_t b
-    for b in range(n_blocks):  # fixed order: block 0, 1, 2, ...
-        total = total + partial[b * size + index]
-    return total
+cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
+    cdef int d
+    cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
+    for d in range(4):
+        out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
 
 
-def depthwise_filter_grad(
-    const real[:, :, :, :] input,
-    const real[:, :, :, :] out_backprop,
-    real[:, :, :, ::1] filter_grad,
-    const Py_ssize_t[:, ::1] row_ranges,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-    Py_ssize_t n_blocks,
-    int n_threads,
-):
-    """Overwrite ``filter_grad`` [KH, KW, C, M] with the depthwise filter gradient.
+def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
+                          cnp.ndarray filter_grad, int out_type,
+                          const Py_ssize_t[:, ::1] col_ranges,
+                          Py_ssize_t stride_h, Py_ssize_t stride_w,
+                          Py_ssize_t dil_h, Py_ssize_t dil_w,
+                          Py_ssize_t pad_top, Py_ssize_t pad_left,
+                          Py_ssize_t n_blocks, int n_threads, int isa, bint f64,
+                          double min_parallel_work):
+    """Overwrite ``filter_grad`` [KH, KW, C, M] (C-contiguous) with the gradient.
 
-    ``input`` is [N, H, W, C], ``out_backprop`` [N, OH, OW, C * M].
-    ``row_ranges[kh]`` / ``col_ranges[kw]`` are the half-open output ranges whose
-    input index through that tap is a real cell (from the geometry module).
+    ``input`` is [N, H, W, C], ``out_backprop`` [N, OH, OW, C * M], any strides.
+    Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects
+    float64 arithmetic.  ``col_ranges[kw]`` is the half-open range of output
+    columns whose input column through tap ``kw`` is real (from the geometry).
     """
-    cdef Py_ssize_t kernel_h = filter_grad.shape[0]
-    cdef Py_ssize_t kernel_w = filter_grad.shape[1]
-    cdef Py_ssize_t multiplier = filter_grad.shape[3]
-    cdef Py_ssize_t size = kernel_h * kernel_w * filter_grad.shape[2] * multiplier
-    cdef Py_ssize_t rows = out_backprop.shape[0] * out_backprop.shape[1]
-    cdef Py_ssize_t b, f
-    cdef real* flat = &filter_grad[0, 0, 0, 0]
-    cdef real* partial = <real*> malloc(n_blocks * size * sizeof(real))
-    if partial == NULL:
-        raise MemoryError(f"cannot allocate {n_blocks} x {size} partial sums")
+    cdef FilterGradArgs a
+    a.N = input.shape[0]
+    a.H = input.shape[1]
+    a.W = input.shape[2]
+    a.C = input.shape[3]
+    a.KH = filter_grad.shape[0]
+    a.KW = filter_grad.shape[1]
+    a.M = filter_grad.shape[3]
+    a.OH = out_backprop.shape[1]
+    a.OW = out_backprop.shape[2]
+    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    a.x = cnp.PyArray_DATA(input)
+    a.x_type = x_type
+    _strides(input, a.x_s)
+    a.dy = cnp.PyArray_DATA(out_backprop)
+    a.dy_type = dy_type
+    _strides(out_backprop, a.dy_s)
+    a.out = cnp.PyArray_DATA(filter_grad)
+    a.out_type = out_type
+    a.n_blocks = n_blocks
+    cvz_filter_grad_prepare(&a, isa, f64)
+
+    cdef idx kernel_w = a.KW
+    cdef idx taps = a.KH * a.KW
+    cdef size_t elem = 8 if f64 else 4
+    cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.C * a.M * a.KH * a.KW
+    cdef int threads = n_threads if work >= min_parallel_work else 1
+    if threads > n_blocks:
+        threads = <int>n_blocks
+    if threads < 1:
+        threads = 1
+    a.partial = cvz_alloc(<size_t>(n_blocks * taps * a.cm_pad) * elem)
+    cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
+    cdef idx* first = <idx*>cvz_alloc(2 * kernel_w * sizeof(idx))
+    if a.partial == NULL or scratch == NULL or first == NULL:
+        cvz_free(a.partial)
+        cvz_free(scratch)
+        cvz_free(first)
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    cdef idx* last = first + kernel_w
+    cdef idx kw, b, tap
+    for kw in range(kernel_w):
+        first[kw] = col_ranges[kw, 0]
+        last[kw] = col_ranges[kw, 1]
     try:
         with nogil:
-            for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
-                _accumulate_block(
-                    input, out_backprop, partial + b * size, row_ranges, col_ranges,
-                    b * rows // n_blocks, (b + 1) * rows // n_blocks,
-                    kernel_h, kernel_w, multiplier,
-                    stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
-                )
-            for f in prange(size, num_threads=n_threads, schedule="static"):
-                flat[f] = _sum_blocks(partial, f, size, n_blocks)
+            if threads == 1:
+                for b in range(n_blocks):
+                    cvz_filter_grad_block(&a, isa, f64, b, scratch, first, last)
+                cvz_filter_grad_merge(&a, isa, f64, 0, taps)
+            else:
+                for b in prange(n_blocks, num_threads=threads, schedule="dynamic"):
+                    cvz_filter_grad_block(&a, isa, f64, b, scratch + threadid() * scratch_bytes, first, last)
+                for tap in prange(taps, num_threads=threads, schedule="static"):
+                    cvz_filter_grad_merge(&a, isa, f64, tap, tap + 1)
     finally:
-        free(partial)
+        cvz_free(a.partial)
+        cvz_free(scratch)
+        cvz_free(first)

@@ -1,30 +1,110 @@
-"""Kernel for the gradient of conv2d with respect to its input.
+# distutils: language = c++
+"""Kernels for the gradient of conv2d with respect to its input.
 
-Trusts its arguments: ``convviz._backends.cpu`` validates everything and builds
+Trust their arguments: ``convviz._backends.cpu`` validates everything and builds
 the geometry first.  Arrays arrive in logical NHWC order as (possibly strided)
 views, so one kernel serves both data formats and non-contiguous inputs.
 
-Work is split over input rows ``(n, ih)``: each row is written by exactly one
-thread and each element sums its terms in one fixed order (taps ``kh``, ``kw``,
-then output channels), so results are bitwise identical for any thread count.
-The ``unsigned int`` instantiation carries int32 data: two's-complement
+``input_grad`` (float16, bfloat16, float32, float64) runs the SIMD kernels of
+``cvz_kernels.hpp``: work is split over input rows ``(n, ih)``; each row is
+written by exactly one thread, and each element sums its terms in one fixed
+order (taps, then output channels), so results are bitwise identical for any
+thread count.  Half types are read into float32 and rounded once at the end.
+
+``input_grad_int32`` computes int32 data as ``unsigned int``: two's-complement
 multiply-add modulo 2**32 is exactly TensorFlow's wrapping int32 arithmetic,
 without signed-overflow undefined behaviour.
 """
 
-from cython.parallel cimport prange
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+from libc.stdint cimport uintptr_t
 
-ctypedef fused numeric:
-    float
-    double
-    unsigned int
+from _cvz cimport (InputGradArgs, cvz_alloc, cvz_free, cvz_input_grad_pack,
+                   cvz_input_grad_prepare, cvz_input_grad_row, idx)
+
+cnp.import_array()
 
 
-cdef inline void _input_grad_row(
-    const numeric[:, :, :, :] out_backprop,
-    const numeric[:, :, :, ::1] filter_t,
-    numeric[:, :, :, :] in_backprop,
-    const Py_ssize_t[:, ::1] row_ranges,
+cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
+    cdef int d
+    cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
+    for d in range(4):
+        out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
+
+
+def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
+               cnp.ndarray in_backprop, int dx_type,
+               Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
+               Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
+               int n_threads, int isa, bint f64, double min_parallel_work):
+    """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient.
+
+    ``out_backprop`` is [N, OH, OW, C_out] and ``filter`` HWIO [KH, KW, C_in /
+    groups, C_out], any strides (in elements).  The ``*_type`` codes are
+    0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64
+    arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.
+    """
+    cdef InputGradArgs a
+    a.N = in_backprop.shape[0]
+    a.H = in_backprop.shape[1]
+    a.W = in_backprop.shape[2]
+    a.Cin = in_backprop.shape[3]
+    a.OH = out_backprop.shape[1]
+    a.OW = out_backprop.shape[2]
+    a.Cout = out_backprop.shape[3]
+    a.KH = filter.shape[0]
+    a.KW = filter.shape[1]
+    a.G = groups
+    a.cin_g = filter.shape[2]
+    a.cout_g = a.Cout // groups
+    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    a.dy = cnp.PyArray_DATA(out_backprop)
+    a.dy_type = dy_type
+    _strides(out_backprop, a.dy_s)
+    a.dx = cnp.PyArray_DATA(in_backprop)
+    a.dx_type = dx_type
+    _strides(in_backprop, a.dx_s)
+    a.w = cnp.PyArray_DATA(filter)
+    a.w_type = w_type
+    _strides(filter, a.w_s)
+    cvz_input_grad_prepare(&a, isa, f64)
+
+    cdef size_t elem = 8 if f64 else 4
+    cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
+    cdef idx rows = a.N * a.H
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef int threads = n_threads if work >= min_parallel_work else 1
+    if threads > rows:
+        threads = <int>rows
+    if threads < 1:
+        threads = 1
+    a.packed = cvz_alloc(<size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem)
+    cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
+    if a.packed == NULL or scratch == NULL:
+        cvz_free(a.packed)
+        cvz_free(scratch)
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    cdef idx row
+    try:
+        with nogil:
+            cvz_input_grad_pack(&a, isa, f64)
+            if threads == 1:
+                for row in range(rows):
+                    cvz_input_grad_row(&a, isa, f64, row, scratch)
+            else:
+                for row in prange(rows, num_threads=threads, schedule="static"):
+                    cvz_input_grad_row(&a, isa, f64, row, scratch + threadid() * scratch_bytes)
+    finally:
+        cvz_free(a.packed)
+        cvz_free(scratch)
+
+
+# ---------------------------------------------------------------- int32
+cdef inline void _int_row(
+    const unsigned int[:, :, :, :] out_backprop,
+    const unsigned int[:, :, :, ::1] filter_t,
+    unsigned int[:, :, :, :] in_backprop,
     const Py_ssize_t[:, ::1] col_ranges,
     Py_ssize_t n, Py_ssize_t ih,
     Py_ssize_t stride_h, Py_ssize_t stride_w,
@@ -34,25 +114,25 @@ cdef inline void _input_grad_row(
 ) noexcept nogil:
     cdef Py_ssize_t width = in_backprop.shape[2]
     cdef Py_ssize_t in_channels = in_backprop.shape[3]
+    cdef Py_ssize_t out_h = out_backprop.shape[1]
     cdef Py_ssize_t out_channels = out_backprop.shape[3]
     cdef Py_ssize_t kernel_h = filter_t.shape[0]
     cdef Py_ssize_t kernel_w = filter_t.shape[1]
     cdef Py_ssize_t in_per_group = filter_t.shape[3]
     cdef Py_ssize_t out_per_group = out_channels // groups
     cdef Py_ssize_t iw, ci, kh, kw, t, oh, ow, iw_offset, g, co, co_abs, ci_base
-    cdef numeric value
+    cdef unsigned int value
 
     for iw in range(width):
         for ci in range(in_channels):
             in_backprop[n, ih, iw, ci] = 0
-
     for kh in range(kernel_h):
         # Output row oh reads input row oh*stride - pad + kh*dilation; invert it.
         t = ih + pad_top - kh * dil_h
         if t < 0 or t % stride_h != 0:
             continue
         oh = t // stride_h
-        if oh < row_ranges[kh, 0] or oh >= row_ranges[kh, 1]:
+        if oh >= out_h:
             continue
         for kw in range(kernel_w):
             iw_offset = kw * dil_w - pad_left
@@ -68,11 +148,10 @@ cdef inline void _input_grad_row(
                             in_backprop[n, ih, iw, ci_base + ci] += value * filter_t[kh, kw, co_abs, ci]
 
 
-def input_grad(
-    const numeric[:, :, :, :] out_backprop,
-    const numeric[:, :, :, ::1] filter_t,
-    numeric[:, :, :, :] in_backprop,
-    const Py_ssize_t[:, ::1] row_ranges,
+def input_grad_int32(
+    const unsigned int[:, :, :, :] out_backprop,
+    const unsigned int[:, :, :, ::1] filter_t,
+    unsigned int[:, :, :, :] in_backprop,
     const Py_ssize_t[:, ::1] col_ranges,
     Py_ssize_t stride_h, Py_ssize_t stride_w,
     Py_ssize_t dil_h, Py_ssize_t dil_w,
@@ -80,21 +159,16 @@ def input_grad(
     Py_ssize_t groups,
     int n_threads,
 ):
-    """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient.
+    """Overwrite ``in_backprop`` (int32 data viewed as uint32) with the input gradient.
 
-    ``out_backprop`` is [N, OH, OW, C_out]; ``filter_t`` is the filter transposed
-    to [KH, KW, C_out, C_in / groups] so the innermost loop runs over contiguous
-    input channels.  ``row_ranges[kh]`` / ``col_ranges[kw]`` are the half-open
-    output ranges whose input index through that tap is a real (non-padding)
-    cell, from ``convviz.geometry.AxisGeometry.output_range``.
+    ``filter_t`` is the filter transposed to [KH, KW, C_out, C_in / groups];
+    ``col_ranges[kw]`` is the half-open range of output columns whose input
+    column through tap ``kw`` is real (``AxisGeometry.output_range``).
     """
     cdef Py_ssize_t height = in_backprop.shape[1]
     cdef Py_ssize_t rows = in_backprop.shape[0] * height
     cdef Py_ssize_t row
     with nogil:
         for row in prange(rows, num_threads=n_threads, schedule="static"):
-            _input_grad_row(
-                out_backprop, filter_t, in_backprop, row_ranges, col_ranges,
-                row // height, row % height,
-                stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups,
-            )
+            _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
+                     stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)

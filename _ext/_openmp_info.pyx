@@ -1,7 +1,11 @@
-"""Build-time facts about the compiled kernels: is OpenMP in, how many threads."""
+# distutils: language = c++
+"""Build and machine facts about the compiled kernels: OpenMP, threads, SIMD."""
 
 from _openmp cimport CONVVIZ_OPENMP_ENABLED, omp_get_max_threads, omp_get_num_procs
+from _cvz cimport cvz_isa_best, cvz_isa_compiled
 from cython.parallel cimport prange, threadid
+
+ISA_NAMES = ("generic", "avx2", "avx512")
 
 
 def openmp_enabled():
@@ -17,6 +21,17 @@ def max_threads():
 def num_procs():
     """Processors OpenMP sees (1 in a serial build)."""
     return omp_get_num_procs()
+
+
+def best_isa():
+    """Name of the best kernel variant this CPU runs: 'avx512', 'avx2' or 'generic'."""
+    return ISA_NAMES[cvz_isa_best()]
+
+
+def available_isas():
+    """Kernel variants compiled in and supported by this CPU, best first."""
+    best = cvz_isa_best()
+    return tuple(ISA_NAMES[i] for i in range(best, -1, -1) if cvz_isa_compiled(i))
 
 
 def threads_used(int n_threads):

@@ -1,0 +1,174 @@
+// Shared, ISA-independent pieces of the convviz kernels: element types and
+// their exact conversions, aligned scratch memory, argument structs.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace cvz {
+
+typedef std::ptrdiff_t idx;
+
+// Element types as the Python side names them (see convviz/_backends/cpu.py).
+enum DType : int { F16 = 0, BF16 = 1, F32 = 2, F64 = 3 };
+
+// ---------------------------------------------------------------- conversions
+// Bit-exact and round-to-nearest-even, as NumPy (float16) and ml_dtypes
+// (bfloat16) convert, so a half result equals float32 result .astype(half).
+static inline float f16_to_f32(std::uint16_t h) {
+    std::uint32_t sign = (std::uint32_t)(h & 0x8000u) << 16;
+    std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {  // subnormal: normalise
+            int shift = 0;
+            while (!(man & 0x400u)) { man <<= 1; ++shift; }
+            man &= 0x3ffu;
+            bits = sign | ((std::uint32_t)(113 - shift) << 23) | (man << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);  // inf / nan (payload kept)
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline std::uint16_t f32_to_f16(float f) {
+    std::uint32_t x;
+    std::memcpy(&x, &f, 4);
+    std::uint32_t sign = (x >> 16) & 0x8000u;
+    std::uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) {  // inf or nan
+        if (absx == 0x7f800000u) return (std::uint16_t)(sign | 0x7c00u);
+        std::uint32_t payload = (absx >> 13) & 0x3ffu;
+        return (std::uint16_t)(sign | 0x7c00u | (payload ? payload : 0x200u));
+    }
+    if (absx >= 0x477ff000u) return (std::uint16_t)(sign | 0x7c00u);  // rounds to inf
+    std::uint32_t exp = absx >> 23;
+    if (exp < 113) {  // result is subnormal or zero
+        if (exp < 102) return (std::uint16_t)sign;  // below half the smallest subnormal
+        std::uint32_t man = (absx & 0x7fffffu) | 0x800000u;
+        std::uint32_t shift = 126 - exp;  // 14..24
+        std::uint32_t half_man = man >> shift;
+        std::uint32_t rest = man & ((1u << shift) - 1u);
+        std::uint32_t halfway = 1u << (shift - 1);
+        if (rest > halfway || (rest == halfway && (half_man & 1u))) ++half_man;
+        return (std::uint16_t)(sign | half_man);
+    }
+    std::uint32_t half = ((exp - 112) << 10) | ((absx >> 13) & 0x3ffu);
+    std::uint32_t rest = absx & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into exp: fine
+    return (std::uint16_t)(sign | half);
+}
+
+static inline float bf16_to_f32(std::uint16_t h) {
+    std::uint32_t bits = (std::uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline std::uint16_t f32_to_bf16(float f) {
+    std::uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (std::uint16_t)((x >> 16) | 0x40u);  // quiet nan
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (std::uint16_t)(x >> 16);
+}
+
+template <class CT>
+static inline CT load_as(const void* base, int type, idx i) {
+    switch (type) {
+        case F16: return (CT)f16_to_f32(((const std::uint16_t*)base)[i]);
+        case BF16: return (CT)bf16_to_f32(((const std::uint16_t*)base)[i]);
+        case F32: return (CT)((const float*)base)[i];
+        default: return (CT)((const double*)base)[i];
+    }
+}
+
+template <class CT>
+static inline void store_as(void* base, int type, idx i, CT v) {
+    switch (type) {
+        case F16: ((std::uint16_t*)base)[i] = f32_to_f16((float)v); break;
+        case BF16: ((std::uint16_t*)base)[i] = f32_to_bf16((float)v); break;
+        case F32: ((float*)base)[i] = (float)v; break;
+        default: ((double*)base)[i] = (double)v; break;
+    }
+}
+
+// dst[i * dst_stride + c] = src[i * s_outer + c * s_inner] for i < n_outer, c < n_inner,
+// converted to CT.  The fast case (same type, contiguous inner) is a memcpy per row.
+template <class CT>
+static inline void gather_rows(CT* dst, idx dst_stride, const void* src, int type, idx offset,
+                               idx n_outer, idx s_outer, idx n_inner, idx s_inner) {
+    const bool same = (sizeof(CT) == 4 && type == F32) || (sizeof(CT) == 8 && type == F64);
+    if (same && s_inner == 1) {
+        const CT* s = (const CT*)src + offset;
+        for (idx i = 0; i < n_outer; ++i)
+            std::memcpy(dst + i * dst_stride, s + i * s_outer, (std::size_t)n_inner * sizeof(CT));
+        return;
+    }
+    for (idx i = 0; i < n_outer; ++i)
+        for (idx c = 0; c < n_inner; ++c)
+            dst[i * dst_stride + c] = load_as<CT>(src, type, offset + i * s_outer + c * s_inner);
+}
+
+// ------------------------------------------------------------------ memory
+static inline void* alloc_zeroed(std::size_t bytes) {
+    void* p = nullptr;
+    if (bytes == 0) bytes = 64;
+    bytes = (bytes + 63) & ~(std::size_t)63;
+    if (posix_memalign(&p, 64, bytes) != 0) return nullptr;
+    std::memset(p, 0, bytes);
+    return p;
+}
+
+static inline void free_aligned(void* p) { std::free(p); }
+
+static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
+
+static inline idx floor_div(idx a, idx b) {  // b > 0
+    idx q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+// ------------------------------------------------------------------ arguments
+// Input gradient: dx[n, ih, iw, ci] = sum over taps and group output channels.
+// All element strides are in logical NHWC order (the caller permutes NCHW).
+struct InputGradArgs {
+    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* dy; int dy_type; idx dy_s[4];
+    void* dx; int dx_type; idx dx_s[4];
+    const void* w; int w_type; idx w_s[4];
+    // Filled in by prepare(): padded channel count per group, dy row buffer
+    // window [ow_lo, ow_lo + ow_span), whether tiles store straight into dx,
+    // the packed filter [KH][KW][G][cout_g][cin_g_pad] and per-thread scratch size.
+    idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
+    int direct;
+    void* packed;
+};
+
+// Depthwise filter gradient: dw[kh, kw, c, m] = sum over n, oh, ow.
+struct FilterGradArgs {
+    idx N, H, W, C, M, OH, OW, KH, KW;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* x; int x_type; idx x_s[4];
+    const void* dy; int dy_type; idx dy_s[4];
+    void* out; int out_type;  // [KH][KW][C][M], contiguous
+    idx n_blocks;
+    // Filled in by prepare(): channels C*M padded to the vector width, whether
+    // rows are read in place, per-thread scratch size and the partial sums.
+    idx V, cm, cm_pad, scratch_elems;
+    int direct;
+    void* partial;  // [n_blocks][KH*KW][cm_pad]
+};
+
+}  // namespace cvz

@@ -1,0 +1,194 @@
+// convviz compute kernels, compiled for several instruction sets in one
+// portable build (no -march=native): cvz_body.hpp is instantiated below for
+// AVX-512, for AVX2+FMA and for plain C++, and cvz_isa_best() picks at run
+// time the best one this CPU (and OS) supports.
+#pragma once
+
+#include "cvz_common.hpp"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define CVZ_X86 1
+#include <immintrin.h>
+#else
+#define CVZ_X86 0
+#endif
+
+namespace cvz {
+
+enum Isa : int { ISA_GENERIC = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+
+// ----------------------------------------------------------- generic C++
+namespace generic {
+template <class T>
+struct Simd {
+    typedef T vec;
+    static const int V = 1;
+    static inline vec zero() { return T(0); }
+    static inline vec load(const T* p) { return *p; }
+    static inline void store(T* p, vec v) { *p = v; }
+    static inline vec set1(T x) { return x; }
+    static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
+};
+#define ISA_MR2 4
+#define ISA_MR1 4
+#define ISA_TAPS 9
+#include "cvz_body.hpp"
+#undef ISA_MR2
+#undef ISA_MR1
+#undef ISA_TAPS
+}  // namespace generic
+
+#if CVZ_X86
+// ----------------------------------------------------------- AVX2 + FMA
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+template <class T>
+struct Simd;
+template <>
+struct Simd<float> {
+    typedef __m256 vec;
+    static const int V = 8;
+    static inline vec zero() { return _mm256_setzero_ps(); }
+    static inline vec load(const float* p) { return _mm256_loadu_ps(p); }
+    static inline void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+    static inline vec set1(float x) { return _mm256_set1_ps(x); }
+    static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+};
+template <>
+struct Simd<double> {
+    typedef __m256d vec;
+    static const int V = 4;
+    static inline vec zero() { return _mm256_setzero_pd(); }
+    static inline vec load(const double* p) { return _mm256_loadu_pd(p); }
+    static inline void store(double* p, vec v) { _mm256_storeu_pd(p, v); }
+    static inline vec set1(double x) { return _mm256_set1_pd(x); }
+    static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
+};
+#define ISA_MR2 6
+#define ISA_MR1 12
+#define ISA_TAPS 9
+#include "cvz_body.hpp"
+#undef ISA_MR2
+#undef ISA_MR1
+#undef ISA_TAPS
+}  // namespace avx2
+#pragma GCC pop_options
+
+// ----------------------------------------------------------- AVX-512
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
+namespace avx512 {
+template <class T>
+struct Simd;
+template <>
+struct Simd<float> {
+    typedef __m512 vec;
+    static const int V = 16;
+    static inline vec zero() { return _mm512_setzero_ps(); }
+    static inline vec load(const float* p) { return _mm512_loadu_ps(p); }
+    static inline void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+    static inline vec set1(float x) { return _mm512_set1_ps(x); }
+    static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+};
+template <>
+struct Simd<double> {
+    typedef __m512d vec;
+    static const int V = 8;
+    static inline vec zero() { return _mm512_setzero_pd(); }
+    static inline vec load(const double* p) { return _mm512_loadu_pd(p); }
+    static inline void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
+    static inline vec set1(double x) { return _mm512_set1_pd(x); }
+    static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+};
+#define ISA_MR2 12
+#define ISA_MR1 24
+#define ISA_TAPS 12
+#include "cvz_body.hpp"
+#undef ISA_MR2
+#undef ISA_MR1
+#undef ISA_TAPS
+}  // namespace avx512
+#pragma GCC pop_options
+#endif  // CVZ_X86
+
+// ----------------------------------------------------------- dispatch
+static inline int isa_best() {
+#if CVZ_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+        return ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ISA_AVX2;
+#endif
+    return ISA_GENERIC;
+}
+
+}  // namespace cvz
+
+// Entry points for the Cython modules (plain functions, no templates).
+static inline int cvz_isa_best() { return cvz::isa_best(); }
+
+static inline int cvz_isa_compiled(int isa) {
+#if CVZ_X86
+    return isa >= 0 && isa <= 2;
+#else
+    return isa == 0;
+#endif
+}
+
+static inline void cvz_input_grad_prepare(cvz::InputGradArgs* a, int isa, int f64) {
+    using namespace cvz;
+#if CVZ_X86
+    if (isa == ISA_AVX512) { if (f64) avx512::input_grad_prepare<double>(a); else avx512::input_grad_prepare<float>(a); return; }
+    if (isa == ISA_AVX2) { if (f64) avx2::input_grad_prepare<double>(a); else avx2::input_grad_prepare<float>(a); return; }
+#endif
+    if (f64) generic::input_grad_prepare<double>(a); else generic::input_grad_prepare<float>(a);
+}
+
+static inline void cvz_input_grad_pack(const cvz::InputGradArgs* a, int isa, int f64) {
+    using namespace cvz;
+#if CVZ_X86
+    if (isa == ISA_AVX512) { if (f64) avx512::input_grad_pack<double>(a); else avx512::input_grad_pack<float>(a); return; }
+    if (isa == ISA_AVX2) { if (f64) avx2::input_grad_pack<double>(a); else avx2::input_grad_pack<float>(a); return; }
+#endif
+    if (f64) generic::input_grad_pack<double>(a); else generic::input_grad_pack<float>(a);
+}
+
+static inline void cvz_input_grad_row(const cvz::InputGradArgs* a, int isa, int f64, cvz::idx row, void* scratch) {
+    using namespace cvz;
+#if CVZ_X86
+    if (isa == ISA_AVX512) { if (f64) avx512::input_grad_row<double>(a, row, scratch); else avx512::input_grad_row<float>(a, row, scratch); return; }
+    if (isa == ISA_AVX2) { if (f64) avx2::input_grad_row<double>(a, row, scratch); else avx2::input_grad_row<float>(a, row, scratch); return; }
+#endif
+    if (f64) generic::input_grad_row<double>(a, row, scratch); else generic::input_grad_row<float>(a, row, scratch);
+}
+
+static inline void cvz_filter_grad_prepare(cvz::FilterGradArgs* a, int isa, int f64) {
+    using namespace cvz;
+#if CVZ_X86
+    if (isa == ISA_AVX512) { if (f64) avx512::filter_grad_prepare<double>(a); else avx512::filter_grad_prepare<float>(a); return; }
+    if (isa == ISA_AVX2) { if (f64) avx2::filter_grad_prepare<double>(a); else avx2::filter_grad_prepare<float>(a); return; }
+#endif
+    if (f64) generic::filter_grad_prepare<double>(a); else generic::filter_grad_prepare<float>(a);
+}
+
+static inline void cvz_filter_grad_block(const cvz::FilterGradArgs* a, int isa, int f64, cvz::idx block,
+                                         void* scratch, const cvz::idx* ow_first, const cvz::idx* ow_last) {
+    using namespace cvz;
+#if CVZ_X86
+    if (isa == ISA_AVX512) { if (f64) avx512::filter_grad_block<double>(a, block, scratch, ow_first, ow_last); else avx512::filter_grad_block<float>(a, block, scratch, ow_first, ow_last); return; }
+    if (isa == ISA_AVX2) { if (f64) avx2::filter_grad_block<double>(a, block, scratch, ow_first, ow_last); else avx2::filter_grad_block<float>(a, block, scratch, ow_first, ow_last); return; }
+#endif
+    if (f64) generic::filter_grad_block<double>(a, block, scratch, ow_first, ow_last); else generic::filter_grad_block<float>(a, block, scratch, ow_first, ow_last);
+}
+
+static inline void cvz_filter_grad_merge(const cvz::FilterGradArgs* a, int isa, int f64, cvz::idx tap_begin, cvz::idx tap_end) {
+    using namespace cvz;
+    // The merge is a plain sum in block order; it does not depend on the ISA.
+    (void)isa;
+    if (f64) generic::filter_grad_merge<double>(a, tap_begin, tap_end); else generic::filter_grad_merge<float>(a, tap_begin, tap_end);
+}
+
+static inline void* cvz_alloc(std::size_t bytes) { return cvz::alloc_zeroed(bytes); }
+static inline void cvz_free(void* p) { cvz::free_aligned(p); }
