@@ -51,6 +51,29 @@ static inline void input_grad_tile(const T* const* a_ptrs, const T* const* b_ptr
     }
 }
 
+// One tile of up to MR pixels at the start of `rest` remaining pixels: a full
+// MR tile when enough remain, else the smallest of MR/2, MR/4 that covers them.
+// Returns how many pixels it computed.
+template <class T, int MR, int NRV, class Scratch>
+static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_stride, idx K, idx b_row_stride,
+                                   T* out, idx out_pixel_stride, idx rest) {
+    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    if (rest >= MR || rest > half) {
+        const idx np = rest < MR ? rest : MR;
+        input_grad_tile<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                    out_pixel_stride, np);
+        return np;
+    }
+    if (rest > quarter) {
+        input_grad_tile<T, half, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                      out_pixel_stride, rest);
+        return rest;
+    }
+    input_grad_tile<T, quarter, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                     out_pixel_stride, rest);
+    return rest;
+}
+
 // Per-thread scratch of the input gradient, carved from one allocation:
 // dy rows [KH][ow_span][Cout] (zero outside [0, OW): edge pixels need no
 // special case), a result row [W][G][cin_g_pad] when results are not stored in
@@ -181,19 +204,19 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
                 const bool wide = c0 + 2 * S::V <= cin_g_pad;
                 for (idx t = 0; t < n_taps; ++t)
                     s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * a->cout_g * cin_g_pad + c0;
-                const idx mr = wide ? ISA_MR2 : ISA_MR1;
-                for (idx j0 = 0; j0 < n_pix; j0 += mr) {
+                idx j0 = 0;
+                while (j0 < n_pix) {
                     for (idx t = 0; t < n_taps; ++t)
                         s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems +
                                       (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
-                    const idx np = (n_pix - j0 < mr) ? n_pix - j0 : mr;
+                    const idx rest = n_pix - j0;
                     T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-                    if (wide)
-                        input_grad_tile<T, ISA_MR2, 2>(s.a_ptrs, s.b_ptrs, n_taps, Cout, a->cout_g, cin_g_pad,
-                                                       out, a->sw * out_pixel, np);
-                    else
-                        input_grad_tile<T, ISA_MR1, 1>(s.a_ptrs, s.b_ptrs, n_taps, Cout, a->cout_g, cin_g_pad,
-                                                       out, a->sw * out_pixel, np);
+                    // Full tiles, then the smallest tile shape that covers the rest.
+                    const idx done = wide ? input_grad_tiles<T, ISA_MR2, 2>(s, n_taps, Cout, a->cout_g, cin_g_pad,
+                                                                         out, a->sw * out_pixel, rest)
+                                          : input_grad_tiles<T, ISA_MR1, 1>(s, n_taps, Cout, a->cout_g, cin_g_pad,
+                                                                         out, a->sw * out_pixel, rest);
+                    j0 += done;
                 }
                 c0 += wide ? 2 * S::V : S::V;
             }
@@ -223,67 +246,214 @@ static void filter_grad_prepare(FilterGradArgs* a) {
     a->scratch_elems += (idx)((a->KH * sizeof(void*)) / sizeof(T)) + 16;
 }
 
-// For rows (n, oh) of one block and up to ISA_TAPS taps, add
-// sum over ow of x[n, ih(kh), ow*sw + kw*dw - pl, q] * dy[n, oh, ow, q] into the
-// block's partial sums, q over the (padded) channel index c * M + m, one vector
-// of channels at a time.  The accumulators for all taps stay in registers along
-// the row, and each dy vector is loaded once for every tap.  Per element the
+// For one row (n, oh) and NT taps that all read real input rows, add
+// sum over ow of x_t[ow*sw*xp + off_t + q] * dy[ow*dyp + q] into the block's
+// partial sums, q over the (padded) channel index c * M + m, one vector of
+// channels at a time.  The accumulators of all NT taps stay in registers along
+// the row and each dy vector is loaded once for all of them.  Per element the
 // terms are added in order of ow.
-template <class T>
-static void filter_grad_taps(const FilterGradArgs* a, const T* const* x_rows, const T* dy_row,
-                             idx x_pixel, idx dy_pixel, const idx* tap_kw, idx n_taps,
-                             const idx* ow_first, const idx* ow_last, T* partial, const idx* tap_index) {
+template <class T, int NT>
+static void filter_grad_taps(const FilterGradArgs* a, const T* const* x_rows, const idx* x_off,
+                             const T* dy_row, idx x_pixel, idx dy_pixel,
+                             const idx* ow_first, const idx* ow_last, T* partial, const idx* tap_index,
+                             idx ow_begin, idx ow_end) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    idx lo = 0, hi = a->OW;  // columns where every tap reads a real pixel
-    for (idx t = 0; t < n_taps; ++t) {
+    idx lo = ow_begin, hi = ow_end;  // columns where every tap reads a real pixel
+    for (int t = 0; t < NT; ++t) {
         if (ow_first[t] > lo) lo = ow_first[t];
         if (ow_last[t] < hi) hi = ow_last[t];
     }
     if (hi < lo) hi = lo;
-    const T* xs[ISA_TAPS];
-    idx x_off[ISA_TAPS], first[ISA_TAPS], last[ISA_TAPS];
-    for (int t = 0; t < ISA_TAPS; ++t) {
-        const bool on = t < n_taps && x_rows[t] != nullptr;
-        xs[t] = on ? x_rows[t] : nullptr;
-        x_off[t] = on ? (tap_kw[t] * a->dw - a->pl) * x_pixel : 0;
-        first[t] = on ? ow_first[t] : 0;
-        last[t] = on ? ow_last[t] : 0;
-    }
     const idx step = a->sw * x_pixel;
     for (idx q = 0; q < a->cm_pad; q += S::V) {
-        vec acc[ISA_TAPS];
+        const T* xq[NT];
+        vec acc[NT];
 #pragma GCC unroll 16
-        for (int t = 0; t < ISA_TAPS; ++t)
-            acc[t] = (t < n_taps) ? S::load(partial + tap_index[t] * a->cm_pad + q) : S::zero();
-        idx ow = 0;
+        for (int t = 0; t < NT; ++t) {
+            xq[t] = x_rows[t] + x_off[t] + q;
+            acc[t] = S::load(partial + tap_index[t] * a->cm_pad + q);
+        }
+        const T* dq = dy_row + q;
+        idx ow = ow_begin;
         for (; ow < lo; ++ow) {  // left border: each tap checks its own range
-            vec d = S::load(dy_row + ow * dy_pixel + q);
+            const vec d = S::load(dq + ow * dy_pixel);
 #pragma GCC unroll 16
-            for (int t = 0; t < ISA_TAPS; ++t)
-                if (xs[t] && ow >= first[t] && ow < last[t])
-                    acc[t] = S::fma(S::load(xs[t] + x_off[t] + ow * step + q), d, acc[t]);
+            for (int t = 0; t < NT; ++t)
+                if (ow >= ow_first[t] && ow < ow_last[t]) acc[t] = S::fma(S::load(xq[t] + ow * step), d, acc[t]);
         }
-        for (; ow + 2 <= hi; ow += 2) {  // interior: every tap valid, two columns a step
-            vec d0 = S::load(dy_row + ow * dy_pixel + q);
-            vec d1 = S::load(dy_row + (ow + 1) * dy_pixel + q);
+        for (; ow < hi; ++ow) {  // interior: every tap reads a real pixel
+            const vec d = S::load(dq + ow * dy_pixel);
 #pragma GCC unroll 16
-            for (int t = 0; t < ISA_TAPS; ++t)
-                if (xs[t]) {
-                    const T* p = xs[t] + x_off[t] + ow * step + q;
-                    acc[t] = S::fma(S::load(p), d0, acc[t]);
-                    acc[t] = S::fma(S::load(p + step), d1, acc[t]);
-                }
+            for (int t = 0; t < NT; ++t) acc[t] = S::fma(S::load(xq[t] + ow * step), d, acc[t]);
         }
-        for (; ow < a->OW; ++ow) {  // the odd interior column, then the right border
-            vec d = S::load(dy_row + ow * dy_pixel + q);
+        for (; ow < ow_end; ++ow) {  // right border
+            const vec d = S::load(dq + ow * dy_pixel);
 #pragma GCC unroll 16
-            for (int t = 0; t < ISA_TAPS; ++t)
-                if (xs[t] && ow >= first[t] && ow < last[t])
-                    acc[t] = S::fma(S::load(xs[t] + x_off[t] + ow * step + q), d, acc[t]);
+            for (int t = 0; t < NT; ++t)
+                if (ow >= ow_first[t] && ow < ow_last[t]) acc[t] = S::fma(S::load(xq[t] + ow * step), d, acc[t]);
         }
-        for (idx t = 0; t < n_taps; ++t) S::store(partial + tap_index[t] * a->cm_pad + q, acc[t]);
+#pragma GCC unroll 16
+        for (int t = 0; t < NT; ++t) S::store(partial + tap_index[t] * a->cm_pad + q, acc[t]);
     }
+}
+
+template <class T>
+static void filter_grad_taps_n(idx nt, const FilterGradArgs* a, const T* const* x_rows, const idx* x_off,
+                               const T* dy_row, idx x_pixel, idx dy_pixel,
+                               const idx* ow_first, const idx* ow_last, T* partial, const idx* tap_index,
+                               idx ow_begin, idx ow_end) {
+#define CVZ_TAPS_CASE(k) \
+    case k: filter_grad_taps<T, k>(a, x_rows, x_off, dy_row, x_pixel, dy_pixel, ow_first, ow_last, partial, \
+                                   tap_index, ow_begin, ow_end); break;
+    switch (nt) {
+        CVZ_TAPS_CASE(1) CVZ_TAPS_CASE(2) CVZ_TAPS_CASE(3) CVZ_TAPS_CASE(4) CVZ_TAPS_CASE(5)
+        CVZ_TAPS_CASE(6) CVZ_TAPS_CASE(7) CVZ_TAPS_CASE(8) CVZ_TAPS_CASE(9)
+#if ISA_TAPS >= 12
+        CVZ_TAPS_CASE(10) CVZ_TAPS_CASE(11) CVZ_TAPS_CASE(12)
+#endif
+        default: break;
+    }
+#undef CVZ_TAPS_CASE
+}
+
+// One row (n, oh), all columns, for a KH x KW kernel with stride SW and
+// dilation DW known at compile time.  The KH*KW accumulators of a channel
+// vector stay in registers along the row; in the interior (every tap reads a
+// real pixel) TW columns go at a time: their dy vectors sit in registers and
+// each x vector is loaded once and used by every (column, tap) pair that reads
+// it.  Border columns go one at a time, each tap checking its range.  Per
+// element the terms are added in order of ow, as everywhere else.  Kernel rows
+// that read padding (x_rows[kh] == nullptr) are skipped.
+template <class T, int KH, int KW, int SW, int DW, int TW>
+static void filter_grad_row_blocked(const FilterGradArgs* a, const T* const* x_rows, const T* dy_row,
+                                    idx x_pixel, idx dy_pixel, const idx* ow_first, const idx* ow_last,
+                                    T* partial) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    constexpr int SPAN = (TW - 1) * SW + (KW - 1) * DW + 1;  // x columns a tile reads
+    const idx cm_pad = a->cm_pad, OW = a->OW;
+    idx lo = 0, hi = OW;  // interior: every tap reads a real pixel
+    for (int kw = 0; kw < KW; ++kw) {
+        if (ow_first[kw] > lo) lo = ow_first[kw];
+        if (ow_last[kw] < hi) hi = ow_last[kw];
+    }
+    // With several channel vectors, one tile at a time passes every vector: the
+    // tile's pixels are then read as whole contiguous runs (prefetch friendly).
+    const idx chunk = cm_pad <= S::V ? OW : TW;
+    for (idx c0 = 0; c0 < OW; c0 += chunk) {
+        const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
+        for (idx q = 0; q < cm_pad; q += S::V) {
+            vec acc[KH][KW];
+#pragma GCC unroll 8
+            for (int kh = 0; kh < KH; ++kh)
+#pragma GCC unroll 8
+                for (int kw = 0; kw < KW; ++kw) acc[kh][kw] = S::load(partial + (kh * KW + kw) * cm_pad + q);
+            idx ow = c0;
+            while (ow < c1) {
+                if (ow >= lo && ow + TW <= hi && ow + TW <= c1) {
+                    vec d[TW];
+#pragma GCC unroll 16
+                    for (int t = 0; t < TW; ++t) d[t] = S::load(dy_row + (ow + t) * dy_pixel + q);
+#pragma GCC unroll 8
+                    for (int kh = 0; kh < KH; ++kh) {
+                        if (x_rows[kh] == nullptr) continue;
+                        const T* xb = x_rows[kh] + (ow * SW - a->pl) * x_pixel + q;
+#pragma GCC unroll 64
+                        for (int j = 0; j < SPAN; ++j) {
+                            bool used = false;
+#pragma GCC unroll 8
+                            for (int kw = 0; kw < KW; ++kw) {
+                                const int u = j - kw * DW;
+                                used = used || (u >= 0 && u % SW == 0 && u / SW < TW);
+                            }
+                            if (!used) continue;
+                            vec xv = S::load(xb + j * x_pixel);
+                            S::keep(xv);  // one load, reused by every tap below
+#pragma GCC unroll 8
+                            for (int kw = 0; kw < KW; ++kw) {
+                                const int u = j - kw * DW;
+                                if (u >= 0 && u % SW == 0 && u / SW < TW)
+                                    acc[kh][kw] = S::fma(xv, d[u / SW], acc[kh][kw]);
+                            }
+                        }
+                    }
+                    ow += TW;
+                } else {
+                    const vec d = S::load(dy_row + ow * dy_pixel + q);
+#pragma GCC unroll 8
+                    for (int kh = 0; kh < KH; ++kh) {
+                        if (x_rows[kh] == nullptr) continue;
+                        const T* xb = x_rows[kh] + (ow * SW - a->pl) * x_pixel + q;
+#pragma GCC unroll 8
+                        for (int kw = 0; kw < KW; ++kw)
+                            if (ow >= ow_first[kw] && ow < ow_last[kw])
+                                acc[kh][kw] = S::fma(S::load(xb + kw * DW * x_pixel), d, acc[kh][kw]);
+                    }
+                    ++ow;
+                }
+            }
+#pragma GCC unroll 8
+            for (int kh = 0; kh < KH; ++kh)
+#pragma GCC unroll 8
+                for (int kw = 0; kw < KW; ++kw) S::store(partial + (kh * KW + kw) * cm_pad + q, acc[kh][kw]);
+        }
+    }
+}
+
+// The register-blocked row kernel for this shape, or nullptr.
+template <class T>
+using BlockedRowKernel = void (*)(const FilterGradArgs*, const T* const*, const T*, idx, idx, const idx*,
+                                  const idx*, T*);
+
+template <class T>
+static BlockedRowKernel<T> filter_grad_blocked_for(const FilterGradArgs* a) {
+#if ISA_BLOCKED_TAPS > 0
+    const idx k = a->KH * 100 + a->KW, sd = a->sw * 10 + a->dw;
+    if (k == 303) {
+        if (sd == 11) return &filter_grad_row_blocked<T, 3, 3, 1, 1, ISA_TW3>;
+        if (sd == 21) return &filter_grad_row_blocked<T, 3, 3, 2, 1, ISA_TW3>;
+        if (sd == 12) return &filter_grad_row_blocked<T, 3, 3, 1, 2, ISA_TW3>;
+        if (sd == 22) return &filter_grad_row_blocked<T, 3, 3, 2, 2, ISA_TW3>;
+    }
+#if ISA_BLOCKED_TAPS >= 25
+    if (k == 505) {
+        if (sd == 11) return &filter_grad_row_blocked<T, 5, 5, 1, 1, ISA_TW5>;
+        if (sd == 21) return &filter_grad_row_blocked<T, 5, 5, 2, 1, ISA_TW5>;
+    }
+#endif
+#endif
+    (void)a;
+    return nullptr;
+}
+
+// Columns [ow_begin, ow_end) of one row, every tap that reads a real row, in
+// (kh, kw) order and groups of at most ISA_TAPS, each tap checking its range.
+template <class T>
+static void filter_grad_generic_range(const FilterGradArgs* a, const T* const* x_row_of_kh, const T* dy_row,
+                                      idx x_pixel, idx dy_pixel, const idx* ow_first_kw, const idx* ow_last_kw,
+                                      T* partial, idx ow_begin, idx ow_end) {
+    if (ow_end <= ow_begin) return;
+    const T* x_rows[ISA_TAPS];
+    idx offs[ISA_TAPS], firsts[ISA_TAPS], lasts[ISA_TAPS], index[ISA_TAPS];
+    idx nt = 0;
+    for (idx t = 0; t < a->KH * a->KW; ++t) {
+        const idx kh = t / a->KW, kw = t % a->KW;
+        if (x_row_of_kh[kh] == nullptr) continue;
+        x_rows[nt] = x_row_of_kh[kh];
+        offs[nt] = (kw * a->dw - a->pl) * x_pixel;
+        firsts[nt] = ow_first_kw[kw];
+        lasts[nt] = ow_last_kw[kw];
+        index[nt] = t;
+        if (++nt == ISA_TAPS) {
+            filter_grad_taps_n<T>(nt, a, x_rows, offs, dy_row, x_pixel, dy_pixel, firsts, lasts, partial, index,
+                                  ow_begin, ow_end);
+            nt = 0;
+        }
+    }
+    if (nt)
+        filter_grad_taps_n<T>(nt, a, x_rows, offs, dy_row, x_pixel, dy_pixel, firsts, lasts, partial, index,
+                              ow_begin, ow_end);
 }
 
 // Sum rows [row_begin, row_end) of (n, oh) into partial[KH*KW][cm_pad] (zeroed
@@ -301,6 +471,7 @@ static void filter_grad_block(const FilterGradArgs* a, idx block, void* raw_scra
     T* x_buf = (T*)raw_scratch;
     T* dy_buf = x_buf + (a->direct ? 0 : KH * a->W * cm_pad);
     const T** x_row_of_kh = (const T**)(dy_buf + (a->direct ? 16 : a->OW * cm_pad + 16));
+    const BlockedRowKernel<T> blocked = filter_grad_blocked_for<T>(a);
     for (idx row = row_begin; row < row_end; ++row) {
         const idx n = row / a->OH, oh = row % a->OH;
         bool any = false;
@@ -340,24 +511,11 @@ static void filter_grad_block(const FilterGradArgs* a, idx block, void* raw_scra
             dy_pixel = cm_pad;
             x_pixel = cm_pad;
         }
-        // Taps in groups of ISA_TAPS, in (kh, kw) order.
-        for (idx t0 = 0; t0 < KH * KW; t0 += ISA_TAPS) {
-            const T* x_rows[ISA_TAPS];
-            idx kws[ISA_TAPS], firsts[ISA_TAPS], lasts[ISA_TAPS], index[ISA_TAPS];
-            idx nt = 0;
-            bool live = false;
-            for (idx t = t0; t < KH * KW && t < t0 + ISA_TAPS; ++t, ++nt) {
-                const idx kh = t / KW, kw = t % KW;
-                x_rows[nt] = x_row_of_kh[kh];
-                live = live || x_rows[nt] != nullptr;
-                kws[nt] = kw;
-                firsts[nt] = ow_first_kw[kw];
-                lasts[nt] = ow_last_kw[kw];
-                index[nt] = t;
-            }
-            if (live)
-                filter_grad_taps<T>(a, x_rows, dy_row, x_pixel, dy_pixel, kws, nt, firsts, lasts, partial, index);
-        }
+        if (blocked != nullptr)
+            blocked(a, x_row_of_kh, dy_row, x_pixel, dy_pixel, ow_first_kw, ow_last_kw, partial);
+        else
+            filter_grad_generic_range<T>(a, x_row_of_kh, dy_row, x_pixel, dy_pixel, ow_first_kw, ow_last_kw,
+                                         partial, 0, a->OW);
     }
 }
 

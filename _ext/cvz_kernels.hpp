@@ -28,14 +28,17 @@ struct Simd {
     static inline void store(T* p, vec v) { *p = v; }
     static inline vec set1(T x) { return x; }
     static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
+    static inline void keep(vec&) {}
 };
 #define ISA_MR2 4
 #define ISA_MR1 4
 #define ISA_TAPS 9
+#define ISA_BLOCKED_TAPS 0
 #include "cvz_body.hpp"
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
+#undef ISA_BLOCKED_TAPS
 }  // namespace generic
 
 #if CVZ_X86
@@ -54,6 +57,8 @@ struct Simd<float> {
     static inline void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
     static inline vec set1(float x) { return _mm256_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+    // Keep a loaded value in a register: stops the compiler re-loading it per use.
+    static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
 };
 template <>
 struct Simd<double> {
@@ -64,14 +69,19 @@ struct Simd<double> {
     static inline void store(double* p, vec v) { _mm256_storeu_pd(p, v); }
     static inline vec set1(double x) { return _mm256_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
+    static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
 };
 #define ISA_MR2 6
 #define ISA_MR1 12
 #define ISA_TAPS 9
+#define ISA_BLOCKED_TAPS 9
+#define ISA_TW3 4
 #include "cvz_body.hpp"
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
+#undef ISA_BLOCKED_TAPS
+#undef ISA_TW3
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -90,6 +100,7 @@ struct Simd<float> {
     static inline void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+    static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
 };
 template <>
 struct Simd<double> {
@@ -100,14 +111,21 @@ struct Simd<double> {
     static inline void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
     static inline vec set1(double x) { return _mm512_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+    static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
 };
-#define ISA_MR2 12
+#define ISA_MR2 14
 #define ISA_MR1 24
 #define ISA_TAPS 12
+#define ISA_BLOCKED_TAPS 25
+#define ISA_TW3 8
+#define ISA_TW5 4
 #include "cvz_body.hpp"
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
+#undef ISA_BLOCKED_TAPS
+#undef ISA_TW3
+#undef ISA_TW5
 }  // namespace avx512
 #pragma GCC pop_options
 #endif  // CVZ_X86

@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 from helpers import DTYPES, assert_close_to_reference, random_array, reference_pair_bpi, reference_pair_dwf
 
 import convviz
+from convviz import _openmp_info
+from convviz._backends import cpu
 from convviz.geometry import ConvGeometry
+
+ISAS = st.sampled_from(_openmp_info.available_isas())
 
 
 @st.composite
@@ -46,9 +50,9 @@ def _geometry(raw, batch, hw, cin, cout, khw, groups=1, depthwise=False) -> Conv
        kh=st.integers(1, 4), kw=st.integers(1, 4), groups=st.integers(1, 3),
        cin_g=st.integers(1, 3), cout_g=st.integers(1, 3),
        dtype=st.sampled_from(list(DTYPES)), two_sizes=st.booleans(),
-       seed=st.integers(0, 2**32 - 1))
+       seed=st.integers(0, 2**32 - 1), isa=ISAS)
 def test_input_gradient_matches_reference(window, batch, h, w, kh, kw, groups, cin_g, cout_g,
-                                          dtype, two_sizes, seed):
+                                          dtype, two_sizes, seed, isa):
     kwargs, raw = window
     if two_sizes:
         groups = 1  # with [H, W] sizes the depth comes from the filter: no groups
@@ -58,25 +62,27 @@ def test_input_gradient_matches_reference(window, batch, h, w, kh, kw, groups, c
     filt = random_array(rng, (kh, kw, cin_g, cout), dtype)
     dy = random_array(rng, g.output_shape, dtype)
     sizes = [h, w] if two_sizes else list(g.input_shape)
-    got = convviz.conv2d_backprop_input(sizes, filt, dy, **kwargs)
+    with cpu.use_isa(isa):
+        got = convviz.conv2d_backprop_input(sizes, filt, dy, **kwargs)
     exact, bound = reference_pair_bpi(sizes, filt, dy, **kwargs)
     assert got.shape == g.input_shape
     assert_close_to_reference(got, exact, bound, dtype)
 
 
-@given(window=windows(), batch=st.integers(0, 2), h=st.integers(1, 9), w=st.integers(1, 9),
-       kh=st.integers(1, 4), kw=st.integers(1, 4), channels=st.integers(1, 4),
+@given(window=windows(), batch=st.integers(0, 2), h=st.integers(1, 9), w=st.integers(1, 24),
+       kh=st.integers(1, 5), kw=st.integers(1, 5), channels=st.integers(1, 20),
        multiplier=st.integers(1, 3), dtype=st.sampled_from(["float16", "bfloat16", "float32", "float64"]),
-       seed=st.integers(0, 2**32 - 1))
+       seed=st.integers(0, 2**32 - 1), isa=ISAS)
 def test_depthwise_filter_gradient_matches_reference(window, batch, h, w, kh, kw, channels,
-                                                     multiplier, dtype, seed):
+                                                     multiplier, dtype, seed, isa):
     kwargs, raw = window
     rng = np.random.default_rng(seed)
     g = _geometry(raw, batch, (h, w), channels, channels * multiplier, (kh, kw), depthwise=True)
     x = random_array(rng, g.input_shape, dtype)
     dy = random_array(rng, g.output_shape, dtype)
     sizes = [kh, kw, channels, multiplier]
-    got = convviz.depthwise_conv2d_native_backprop_filter(x, sizes, dy, **kwargs)
+    with cpu.use_isa(isa):
+        got = convviz.depthwise_conv2d_native_backprop_filter(x, sizes, dy, **kwargs)
     exact, bound = reference_pair_dwf(x, sizes, dy, **kwargs)
     assert_close_to_reference(got, exact, bound, dtype)
 

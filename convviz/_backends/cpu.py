@@ -19,9 +19,12 @@ from .. import _depthwise_filter_grad, _input_grad, _openmp_info
 from .._validate import BFLOAT16, FilterGradCall, InputGradCall
 from ..geometry import AxisGeometry, ConvGeometry
 
-# Partial sums of the filter gradient: at most this many blocks, and at most this
-# many bytes for all of them.  Both are constants, never the thread count, so the
-# summation order (and so every bit of the result) does not depend on threads.
+# Partial sums of the filter gradient: about ROWS_PER_BLOCK rows of out_backprop
+# per block (fewer blocks re-read fewer input rows at block edges), at most
+# MAX_REDUCTION_BLOCKS blocks and REDUCTION_BUDGET_BYTES for all of them.  All
+# constants, never the thread count, so the summation order (and so every bit
+# of the result) does not depend on threads.
+ROWS_PER_BLOCK = 16
 MAX_REDUCTION_BLOCKS = 64
 REDUCTION_BUDGET_BYTES = 8 * 2**20
 
@@ -92,7 +95,7 @@ def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     rows = geometry.batch * geometry.rows.output_size
     filter_size = int(np.prod(geometry.filter_shape))
     by_budget = max(1, REDUCTION_BUDGET_BYTES // max(1, filter_size * itemsize))
-    return max(1, min(rows, MAX_REDUCTION_BLOCKS, by_budget))
+    return max(1, min(rows // ROWS_PER_BLOCK, MAX_REDUCTION_BLOCKS, by_budget))
 
 
 def conv2d_backprop_input(call: InputGradCall) -> np.ndarray:

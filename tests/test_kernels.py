@@ -1,0 +1,107 @@
+"""The SIMD kernels, per instruction set, on shapes that reach every code path.
+
+The property tests draw small shapes; these cover what they rarely reach: the
+register-blocked filter-gradient rows (3x3 and 5x5, strides and dilations 1-2,
+wide rows with full tiles), input-gradient tiles of every width (full, half and
+quarter tiles, 1- and 2-vector channel blocks, padded channels, groups), and the
+in-place versus buffered paths (NHWC / NCHW, every dtype).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import assert_close_to_reference, random_array, reference_pair_bpi, reference_pair_dwf
+
+import convviz
+from convviz import _openmp_info
+from convviz._backends import cpu
+
+ISAS = _openmp_info.available_isas()
+
+
+def _four(data_format, h, w):
+    return [1, h, w, 1] if data_format == "NHWC" else [1, 1, h, w]
+
+
+FILTER_SHAPES = [  # (K, stride, dilation, width, channels, multiplier)
+    (3, 1, 1, 37, 32, 1), (3, 2, 1, 41, 16, 1), (3, 1, 2, 29, 48, 1), (3, 2, 2, 33, 16, 1),
+    (5, 1, 1, 27, 32, 1), (5, 2, 1, 31, 16, 1), (3, 1, 1, 30, 5, 1), (3, 1, 1, 26, 16, 2),
+    (7, 1, 1, 20, 16, 1), (1, 1, 1, 19, 16, 1), (4, 3, 1, 23, 24, 1),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape", FILTER_SHAPES, ids=lambda s: "k{}s{}d{}w{}c{}m{}".format(*s))
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_filter_gradient_kernels(isa, shape, padding, rng):
+    k, s, d, w, c, m = shape
+    kwargs = dict(strides=[1, s, s, 1], padding=padding, dilations=[1, d, d, 1])
+    x = random_array(rng, (2, 9, w, c), "float32")
+    g = convviz.ConvGeometry.build(batch=2, input_hw=(9, w), in_channels=c, out_channels=c * m,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding=padding,
+                                   depthwise=True)
+    dy = random_array(rng, g.output_shape, "float32")
+    exact, bound = reference_pair_dwf(x, [k, k, c, m], dy, **kwargs)
+    with cpu.use_isa(isa):
+        got = convviz.depthwise_conv2d_native_backprop_filter(x, [k, k, c, m], dy, **kwargs)
+        got64 = convviz.depthwise_conv2d_native_backprop_filter(x.astype(np.float64), [k, k, c, m],
+                                                                dy.astype(np.float64), **kwargs)
+        nchw = convviz.depthwise_conv2d_native_backprop_filter(
+            x.transpose(0, 3, 1, 2), [k, k, c, m], dy.transpose(0, 3, 1, 2),
+            _four("NCHW", s, s), padding, data_format="NCHW", dilations=_four("NCHW", d, d))
+    assert_close_to_reference(got, exact, bound, "float32")
+    assert_close_to_reference(got64, exact, bound, "float64")
+    assert_close_to_reference(nchw, exact, bound, "float32")
+
+
+INPUT_SHAPES = [  # (K, stride, dilation, width, C_in, C_out, groups)
+    (3, 1, 1, 56, 64, 32, 1), (3, 2, 1, 57, 32, 48, 1), (3, 1, 2, 37, 16, 16, 1), (7, 1, 1, 29, 16, 8, 1),
+    (3, 1, 1, 13, 3, 8, 1), (3, 2, 1, 30, 48, 16, 2), (1, 1, 1, 50, 40, 24, 1), (4, 3, 2, 31, 24, 12, 3),
+    (3, 1, 1, 5, 16, 16, 1), (2, 2, 1, 9, 33, 7, 1),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape", INPUT_SHAPES, ids=lambda s: "k{}s{}d{}w{}ci{}co{}g{}".format(*s))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_input_gradient_kernels(isa, shape, dtype, rng):
+    k, s, d, w, cin, cout, groups = shape
+    kwargs = dict(strides=[1, s, s, 1], padding="SAME", dilations=[1, d, d, 1])
+    g = convviz.ConvGeometry.build(batch=2, input_hw=(5, w), in_channels=cin, out_channels=cout,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
+                                   groups=groups)
+    filt = random_array(rng, g.filter_shape, dtype)
+    dy = random_array(rng, g.output_shape, dtype)
+    exact, bound = reference_pair_bpi(list(g.input_shape), filt, dy, **kwargs)
+    with cpu.use_isa(isa):
+        got = convviz.conv2d_backprop_input(list(g.input_shape), filt, dy, **kwargs)
+        nchw = convviz.conv2d_backprop_input(
+            [2, cin, 5, w], filt, dy.transpose(0, 3, 1, 2), _four("NCHW", s, s), "SAME",
+            data_format="NCHW", dilations=_four("NCHW", d, d))
+    assert_close_to_reference(got, exact, bound, dtype)
+    assert_close_to_reference(nchw.transpose(0, 2, 3, 1), exact, bound, dtype)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_every_isa_is_deterministic_across_threads(isa, rng, monkeypatch):
+    monkeypatch.setattr(cpu, "MIN_PARALLEL_WORK", 0.0)  # parallel even for small work
+    x = rng.standard_normal((3, 40, 37, 32)).astype(np.float32)
+    dy = rng.standard_normal((3, 40, 37, 32)).astype(np.float32)
+    filt = rng.standard_normal((3, 3, 32, 32)).astype(np.float32)
+    with cpu.use_isa(isa):
+        dws = [convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 32, 1], dy, [1] * 4, "SAME", n_threads=n)
+               for n in (1, 2, 3, 5)]
+        dxs = [convviz.conv2d_backprop_input(list(x.shape), filt, dy, [1] * 4, "SAME", n_threads=n)
+               for n in (1, 2, 3, 5)]
+    for results in (dws, dxs):
+        for other in results[1:]:
+            np.testing.assert_array_equal(results[0].view(np.uint32), other.view(np.uint32))
+
+
+def test_isa_selection():
+    assert cpu.current_isa() in ISAS
+    assert ISAS[-1] == "generic"
+    with pytest.raises(ValueError, match="not available"):
+        with cpu.use_isa("sse9"):
+            pass
