@@ -20,6 +20,15 @@ from _cvz cimport (FilterGradArgs, cvz_alloc, cvz_filter_grad_block, cvz_filter_
 
 cnp.import_array()
 
+# Bytes of kernel scratch the last call allocated (packed filter, per-thread
+# buffers, partial sums): the benchmark reports it as memory beyond the output.
+cdef size_t _last_scratch_bytes = 0
+
+
+def last_scratch_bytes():
+    """Scratch bytes the most recent kernel call of this module allocated."""
+    return _last_scratch_bytes
+
 
 cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
     cdef int d
@@ -75,7 +84,10 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
         threads = <int>n_blocks
     if threads < 1:
         threads = 1
-    a.partial = cvz_alloc(<size_t>(n_blocks * taps * a.cm_pad) * elem)
+    cdef size_t partial_bytes = <size_t>(n_blocks * taps * a.cm_pad) * elem
+    global _last_scratch_bytes
+    _last_scratch_bytes = partial_bytes + scratch_bytes * threads
+    a.partial = cvz_alloc(partial_bytes)
     cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
     cdef idx* first = <idx*>cvz_alloc(2 * kernel_w * sizeof(idx))
     if a.partial == NULL or scratch == NULL or first == NULL:

@@ -25,6 +25,15 @@ from _cvz cimport (InputGradArgs, cvz_alloc, cvz_free, cvz_input_grad_pack,
 
 cnp.import_array()
 
+# Bytes of kernel scratch the last call allocated (packed filter, per-thread
+# buffers, partial sums): the benchmark reports it as memory beyond the output.
+cdef size_t _last_scratch_bytes = 0
+
+
+def last_scratch_bytes():
+    """Scratch bytes the most recent kernel call of this module allocated."""
+    return _last_scratch_bytes
+
 
 cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
     cdef int d
@@ -79,7 +88,10 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
         threads = <int>rows
     if threads < 1:
         threads = 1
-    a.packed = cvz_alloc(<size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem)
+    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem
+    global _last_scratch_bytes
+    _last_scratch_bytes = packed_bytes + scratch_bytes * threads
+    a.packed = cvz_alloc(packed_bytes)
     cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
     if a.packed == NULL or scratch == NULL:
         cvz_free(a.packed)

@@ -26,6 +26,12 @@ def openmp_enabled() -> bool:
     return _openmp_info.openmp_enabled()
 
 
+def _current_isa() -> str:
+    from ._backends import cpu
+
+    return cpu.current_isa()
+
+
 def _package_version(name: str) -> str | None:
     try:
         module = importlib.import_module(name)
@@ -81,6 +87,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         "numpy": _package_version("numpy"),
         "ml_dtypes": _package_version("ml_dtypes"),
         "openmp": _openmp_info.openmp_enabled(),
+        "simd": _current_isa(),
         "max_threads": _openmp_info.max_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(),

@@ -17,6 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from . import _openmp_info
 from .geometry import DATA_FORMATS, PADDINGS, ConvGeometry
 
 __all__ = ["InvalidArgumentError"]
@@ -115,12 +116,15 @@ def as_string(value: Any, name: str, op: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+# OpenMP's default thread count (all cores, or OMP_NUM_THREADS), read once: the
+# runtime reads OMP_NUM_THREADS at start-up and convviz never changes it.
+DEFAULT_THREADS = max(1, _openmp_info.max_threads())
+
+
 def resolve_n_threads(n_threads: Any, op: str) -> int:
     """None -> OpenMP's default (all cores, or OMP_NUM_THREADS); else a positive int."""
     if n_threads is None:
-        from . import _openmp_info
-
-        return max(1, _openmp_info.max_threads())
+        return DEFAULT_THREADS
     n = as_int(n_threads, "n_threads", op)
     if n < 1 or n > MAX_THREADS:
         raise InvalidArgumentError(

@@ -224,6 +224,46 @@ def depthwise_conv2d_native_backprop_filter(
 
 
 # -- entry points shared with the compat namespaces ------------------------------
+# A call whose arguments match an earlier valid call exactly -- same array
+# shapes and dtypes, same parameters given as plain ints and strings -- would be
+# validated to the same geometry, so its plan is reused and validation skipped.
+# Anything else (lists, floats, bools, other array types) takes the full path.
+_PLANS: dict[tuple, Any] = {}
+_MAX_PLANS = 512
+_NO_PADS: tuple = ()
+
+
+def _int_tuple(value: Any) -> tuple | None:
+    if type(value) is tuple or type(value) is list:
+        for v in value:
+            if type(v) is not int:
+                return None
+        return tuple(value)
+    return None
+
+
+def _plan_key(op: str, sizes: Any, a: Any, b: Any, strides: Any, padding: Any,
+              explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any) -> tuple | None:
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return None
+    if type(padding) is not str or type(data_format) is not str:
+        return None
+    if not (n_threads is None or (type(n_threads) is int and 1 <= n_threads <= _validate.MAX_THREADS)):
+        return None
+    sizes_t, strides_t, dilations_t = _int_tuple(sizes), _int_tuple(strides), _int_tuple(dilations)
+    pads_t = _NO_PADS if explicit_paddings is None else _int_tuple(explicit_paddings)
+    if sizes_t is None or strides_t is None or dilations_t is None or pads_t is None:
+        return None
+    return (op, sizes_t, a.shape, a.dtype, b.shape, b.dtype, strides_t, padding, pads_t, data_format, dilations_t)
+
+
+def _remember(key: tuple | None, plan: Any) -> None:
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+
+
 def run_conv2d_backprop_input(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
@@ -232,11 +272,20 @@ def run_conv2d_backprop_input(
     """Validate and run; ``op`` names the caller in error messages and
     ``default_float`` is the dtype Python float lists become (TensorFlow and
     MindSpore use float32)."""
+    key = _plan_key("bpi", input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+                    data_format, dilations, n_threads)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        threads = _validate.DEFAULT_THREADS if n_threads is None else n_threads
+        return plan.run(filter, out_backprop, threads)
     call = _validate.validate_conv2d_backprop_input(
         input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, n_threads, op=op, default_float=default_float,
     )
-    return cpu.conv2d_backprop_input(call)
+    plan = cpu.plan_conv2d_backprop_input(call)
+    if call.filter is filter and call.out_backprop is out_backprop:  # nothing was converted
+        _remember(key, plan)
+    return plan.run(call.filter, call.out_backprop, call.n_threads)
 
 
 def run_depthwise_conv2d_native_backprop_filter(
@@ -245,8 +294,17 @@ def run_depthwise_conv2d_native_backprop_filter(
     *, op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
 ) -> np.ndarray:
     """Validate and run (see :func:`run_conv2d_backprop_input`)."""
+    key = _plan_key("dwf", filter_sizes, input, out_backprop, strides, padding, explicit_paddings,
+                    data_format, dilations, n_threads)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        threads = _validate.DEFAULT_THREADS if n_threads is None else n_threads
+        return plan.run(input, out_backprop, threads)
     call = _validate.validate_depthwise_backprop_filter(
         input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, n_threads, op=op, default_float=default_float,
     )
-    return cpu.depthwise_conv2d_native_backprop_filter(call)
+    plan = cpu.plan_depthwise_conv2d_native_backprop_filter(call)
+    if call.input is input and call.out_backprop is out_backprop:
+        _remember(key, plan)
+    return plan.run(call.input, call.out_backprop, call.n_threads)

@@ -172,3 +172,40 @@ def test_unequal_strides_and_dilations_in_the_filter_gradient(rng):
     got = convviz.depthwise_conv2d_native_backprop_filter(x, [2, 3, 3, 1], dy, **kwargs)
     expected = reference.depthwise_conv2d_native_backprop_filter(x, [2, 3, 3, 1], dy, **kwargs)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_repeated_calls_reuse_a_plan_and_still_validate(rng):
+    """A repeated call skips validation only when its arguments match a valid call exactly."""
+    from convviz import ops
+
+    filt = rng.standard_normal((3, 3, 2, 4)).astype(F32)
+    dy = rng.standard_normal((1, 5, 5, 4)).astype(F32)
+    first = convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, 1, 1, 1], "SAME")
+    assert any(key[0] == "bpi" and key[1] == (1, 5, 5, 2) for key in ops._PLANS)
+    again = convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy * 2, [1, 1, 1, 1], "SAME")
+    np.testing.assert_allclose(again, 2 * first, rtol=1e-6)
+    # Same shapes, but parameters that must still be refused:
+    with pytest.raises(TypeError, match="strides"):
+        convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, 1.0, 1, 1], "SAME")
+    with pytest.raises(TypeError, match="strides"):
+        convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, True, 1, 1], "SAME")
+    with pytest.raises(TypeError, match="out_backprop"):
+        convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy.astype(np.float64), [1, 1, 1, 1], "SAME")
+    with pytest.raises(convviz.InvalidArgumentError, match="n_threads"):
+        convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, 1, 1, 1], "SAME", n_threads=0)
+    # A converted input (a list) is validated every time and never cached.
+    convviz.depthwise_conv2d_native_backprop_filter(dy.tolist(), [3, 3, 4, 1], dy, [1] * 4, "SAME")
+    assert not any(key[0] == "dwf" and key[2] == (1, 5, 5, 4) and key[3] == np.float64 for key in ops._PLANS)
+
+
+def test_command_line_version_and_bench(capsys):
+    from convviz.cli import main
+
+    assert main(["version"]) == 0
+    assert "openmp" in capsys.readouterr().out
+    assert main(["bench", "--only", "bpi_tiny,dwf_tiny", "--no-peers", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "bpi_tiny 1,8,8,3,8,3,1,1" in out and "dwf_tiny" in out and "GFLOP/s" in out
+    with pytest.raises(SystemExit):
+        main(["bench", "--only", "no_such_case"])
+    assert main([]) == 2

@@ -64,21 +64,16 @@ def use_isa(name: str):
         _ISA = previous
 
 
-def _isa_code() -> int:
-    return _openmp_info.ISA_NAMES.index(_ISA)
+_ISA_CODES = {name: code for code, name in enumerate(_openmp_info.ISA_NAMES)}
 
 
 def _kernel_view(array: np.ndarray) -> np.ndarray:
     """The array itself when its strides are whole elements (always, unless built oddly)."""
     itemsize = array.itemsize
-    if any(stride % itemsize for stride in array.strides):
-        return np.ascontiguousarray(array)
+    for stride in array.strides:
+        if stride % itemsize:
+            return np.ascontiguousarray(array)
     return array
-
-
-def _as_nhwc(array: np.ndarray, geometry: ConvGeometry) -> np.ndarray:
-    """A view in logical NHWC order (no copy): the kernels take any strides."""
-    return array if geometry.data_format == "NHWC" else array.transpose(0, 2, 3, 1)
 
 
 def _tap_ranges(axis: AxisGeometry) -> np.ndarray:
@@ -98,50 +93,97 @@ def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     return max(1, min(rows // ROWS_PER_BLOCK, MAX_REDUCTION_BLOCKS, by_budget))
 
 
+class InputGradPlan:
+    """Everything the input-gradient kernel needs that depends only on the geometry and dtype.
+
+    Built once per distinct call signature (see ``convviz.ops``); ``run`` then
+    only allocates the result and calls the kernel.
+    """
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+
+    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, out_backprop_empty: bool) -> None:
+        g = geometry
+        self.shape = g.input_shape
+        self.dtype = dtype
+        self.empty = out_backprop_empty or 0 in g.input_shape
+        self.nchw = g.data_format == "NCHW"
+        self.int32 = dtype == np.int32
+        self.code = TYPE_CODES.get(dtype, -1)
+        self.f64 = dtype == np.float64
+        self.col_ranges = _tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before, g.groups)
+
+    def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
+        result = np.empty(self.shape, dtype=self.dtype)
+        nchw = self.nchw
+        if self.int32:
+            # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
+            dy = out_backprop.view(np.uint32)
+            out = result.view(np.uint32)
+            _input_grad.input_grad_int32(
+                dy.transpose(0, 2, 3, 1) if nchw else dy,
+                np.ascontiguousarray(filt.view(np.uint32).transpose(0, 1, 3, 2)),
+                out.transpose(0, 2, 3, 1) if nchw else out,
+                self.col_ranges, *self.ints, n_threads)
+            return result
+        dy = _kernel_view(out_backprop)
+        code = self.code
+        _input_grad.input_grad(
+            dy.transpose(0, 2, 3, 1) if nchw else dy, code, _kernel_view(filt), code,
+            result.transpose(0, 2, 3, 1) if nchw else result, code,
+            *self.ints, n_threads, _ISA_CODES[_ISA], self.f64, MIN_PARALLEL_WORK)
+        return result
+
+
+class FilterGradPlan:
+    """Everything the depthwise filter-gradient kernel needs, per geometry and dtype."""
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "col_ranges", "ints", "n_blocks")
+
+    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, empty: bool) -> None:
+        g = geometry
+        self.shape = g.filter_shape
+        self.dtype = dtype
+        self.empty = empty
+        self.nchw = g.data_format == "NCHW"
+        self.code = TYPE_CODES[dtype]
+        self.f64 = dtype == np.float64
+        self.col_ranges = _tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before)
+        self.n_blocks = reduction_blocks(g, 8 if self.f64 else 4)
+
+    def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
+        result = np.empty(self.shape, dtype=self.dtype)
+        x, dy = _kernel_view(x), _kernel_view(out_backprop)
+        if self.nchw:
+            x, dy = x.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
+        code = self.code
+        _depthwise_filter_grad.depthwise_filter_grad(
+            x, code, dy, code, result, code, self.col_ranges, *self.ints, self.n_blocks,
+            n_threads, _ISA_CODES[_ISA], self.f64, MIN_PARALLEL_WORK)
+        return result
+
+
+def plan_conv2d_backprop_input(call: InputGradCall) -> InputGradPlan:
+    return InputGradPlan(call.geometry, call.dtype, call.out_backprop.size == 0)
+
+
+def plan_depthwise_conv2d_native_backprop_filter(call: FilterGradCall) -> FilterGradPlan:
+    return FilterGradPlan(call.geometry, call.dtype, call.out_backprop.size == 0 or call.input.size == 0)
+
+
 def conv2d_backprop_input(call: InputGradCall) -> np.ndarray:
     """Run the input-gradient kernel for a validated call."""
-    g = call.geometry
-    if call.out_backprop.size == 0 or np.prod(g.input_shape) == 0:
-        return np.zeros(g.input_shape, dtype=call.dtype)  # nothing reaches the input
-    result = np.empty(g.input_shape, dtype=call.dtype)
-    if call.dtype == np.int32:
-        # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
-        _input_grad.input_grad_int32(
-            _as_nhwc(call.out_backprop.view(np.uint32), g),
-            np.ascontiguousarray(call.filter.view(np.uint32).transpose(0, 1, 3, 2)),
-            _as_nhwc(result.view(np.uint32), g),
-            _tap_ranges(g.cols),
-            g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-            g.rows.pad_before, g.cols.pad_before, g.groups, call.n_threads,
-        )
-        return result
-    dy = _as_nhwc(_kernel_view(call.out_backprop), g)
-    filt = _kernel_view(call.filter)
-    _input_grad.input_grad(
-        dy, TYPE_CODES[call.dtype], filt, TYPE_CODES[call.dtype], _as_nhwc(result, g), TYPE_CODES[call.dtype],
-        g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-        g.rows.pad_before, g.cols.pad_before, g.groups,
-        call.n_threads, _isa_code(), call.dtype == np.float64, MIN_PARALLEL_WORK,
-    )
-    return result
+    return plan_conv2d_backprop_input(call).run(call.filter, call.out_backprop, call.n_threads)
 
 
 def depthwise_conv2d_native_backprop_filter(call: FilterGradCall) -> np.ndarray:
     """Run the depthwise filter-gradient kernel for a validated call."""
-    g = call.geometry
-    if call.out_backprop.size == 0 or call.input.size == 0:
-        return np.zeros(g.filter_shape, dtype=call.dtype)  # an empty sum
-    result = np.empty(g.filter_shape, dtype=call.dtype)
-    f64 = call.dtype == np.float64
-    code = TYPE_CODES[call.dtype]
-    _depthwise_filter_grad.depthwise_filter_grad(
-        _as_nhwc(_kernel_view(call.input), g), code,
-        _as_nhwc(_kernel_view(call.out_backprop), g), code,
-        result, code,
-        _tap_ranges(g.cols),
-        g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-        g.rows.pad_before, g.cols.pad_before,
-        reduction_blocks(g, 8 if f64 else 4),
-        call.n_threads, _isa_code(), f64, MIN_PARALLEL_WORK,
-    )
-    return result
+    return plan_depthwise_conv2d_native_backprop_filter(call).run(call.input, call.out_backprop, call.n_threads)
