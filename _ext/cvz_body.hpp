@@ -9,6 +9,140 @@
 // by one call of input_grad_row, each filter-gradient block sums its rows in a
 // fixed order into its own buffer, and the buffers are merged in block order.
 
+// ======================================================= conversions and layouts
+// dst[0..n) = src[offset .. offset+n) (contiguous), converted to T.  Half types
+// use the ISA's conversion instructions (exact, like NumPy / ml_dtypes).
+template <class T, int TYPE>
+static inline void convert_run(T* dst, const void* src, idx offset, idx n) {
+    typedef Simd<T> S;
+    idx i = 0;
+    if (TYPE == F16 || TYPE == BF16) {
+        const std::uint16_t* p = (const std::uint16_t*)src + offset;
+        if constexpr (sizeof(T) == 4 && S::HALF) {
+            for (; i + S::V <= n; i += S::V)
+                S::store(dst + i, TYPE == F16 ? S::load_f16(p + i) : S::load_bf16(p + i));
+        }
+        for (; i < n; ++i) dst[i] = (T)(TYPE == F16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]));
+    } else if (TYPE == F32) {
+        const float* p = (const float*)src + offset;
+        if constexpr (sizeof(T) == 4) {
+            std::memcpy(dst, p, (std::size_t)n * sizeof(float));
+        } else {
+            for (; i < n; ++i) dst[i] = (T)p[i];
+        }
+    } else {
+        const double* p = (const double*)src + offset;
+        if constexpr (sizeof(T) == 8) {
+            std::memcpy(dst, p, (std::size_t)n * sizeof(double));
+        } else {
+            for (; i < n; ++i) dst[i] = (T)p[i];
+        }
+    }
+}
+
+// dst[offset .. offset+n) (contiguous, of TYPE) = src[0..n), rounded to nearest even.
+template <class T, int TYPE>
+static inline void store_run(void* dst, idx offset, const T* src, idx n) {
+    typedef Simd<T> S;
+    idx i = 0;
+    if (TYPE == F16 || TYPE == BF16) {
+        std::uint16_t* p = (std::uint16_t*)dst + offset;
+        if constexpr (sizeof(T) == 4 && S::HALF) {
+            for (; i + S::V <= n; i += S::V) {
+                if (TYPE == F16) S::store_f16(p + i, S::load(src + i)); else S::store_bf16(p + i, S::load(src + i));
+            }
+        }
+        for (; i < n; ++i) p[i] = TYPE == F16 ? f32_to_f16((float)src[i]) : f32_to_bf16((float)src[i]);
+    } else if (TYPE == F32) {
+        float* p = (float*)dst + offset;
+        for (; i < n; ++i) p[i] = (float)src[i];
+    } else {
+        double* p = (double*)dst + offset;
+        for (; i < n; ++i) p[i] = (double)src[i];
+    }
+}
+
+// dst[i * dst_stride + c * repeat + r] = src[offset + i * s_outer + c * s_inner] for
+// i < n_outer, c < n_inner, r < repeat: rows of pixels (i) by channels (c), each
+// channel repeated `repeat` times (the depthwise multiplier), in the compute type.
+// Channels-contiguous sources convert whole runs; channels-strided ones (NCHW)
+// walk each channel's contiguous pixel run instead, so reads stay sequential.
+template <class T, int TYPE>
+static void gather_rows_t(T* dst, idx dst_stride, const void* src, idx offset, idx n_outer, idx s_outer,
+                          idx n_inner, idx s_inner, idx repeat) {
+    if (s_inner == 1 && repeat == 1) {
+        for (idx i = 0; i < n_outer; ++i) convert_run<T, TYPE>(dst + i * dst_stride, src, offset + i * s_outer, n_inner);
+        return;
+    }
+    if (s_inner == 1) {
+        T run[256];
+        for (idx i = 0; i < n_outer; ++i)
+            for (idx c0 = 0; c0 < n_inner; c0 += 256) {
+                const idx len = n_inner - c0 < 256 ? n_inner - c0 : 256;
+                convert_run<T, TYPE>(run, src, offset + i * s_outer + c0, len);
+                T* d = dst + i * dst_stride + c0 * repeat;
+                for (idx c = 0; c < len; ++c)
+                    for (idx r = 0; r < repeat; ++r) d[c * repeat + r] = run[c];
+            }
+        return;
+    }
+    T run[256];
+    for (idx c = 0; c < n_inner; ++c)
+        for (idx i0 = 0; i0 < n_outer; i0 += 256) {
+            const idx len = n_outer - i0 < 256 ? n_outer - i0 : 256;
+            if (s_outer == 1) {
+                convert_run<T, TYPE>(run, src, offset + c * s_inner + i0, len);
+            } else {
+                for (idx i = 0; i < len; ++i) run[i] = load_as<T>(src, TYPE, offset + c * s_inner + (i0 + i) * s_outer);
+            }
+            for (idx i = 0; i < len; ++i)
+                for (idx r = 0; r < repeat; ++r) dst[(i0 + i) * dst_stride + c * repeat + r] = run[i];
+        }
+}
+
+template <class T>
+static void gather_rows(T* dst, idx dst_stride, const void* src, int type, idx offset, idx n_outer, idx s_outer,
+                        idx n_inner, idx s_inner, idx repeat = 1) {
+    switch (type) {
+        case F16: gather_rows_t<T, F16>(dst, dst_stride, src, offset, n_outer, s_outer, n_inner, s_inner, repeat); break;
+        case BF16: gather_rows_t<T, BF16>(dst, dst_stride, src, offset, n_outer, s_outer, n_inner, s_inner, repeat); break;
+        case F32: gather_rows_t<T, F32>(dst, dst_stride, src, offset, n_outer, s_outer, n_inner, s_inner, repeat); break;
+        default: gather_rows_t<T, F64>(dst, dst_stride, src, offset, n_outer, s_outer, n_inner, s_inner, repeat); break;
+    }
+}
+
+// dst[offset + i * d_outer + c * d_inner] (of TYPE) = src[i * src_stride + c], the inverse layout move.
+template <class T, int TYPE>
+static void scatter_rows_t(void* dst, idx offset, idx n_outer, idx d_outer, idx n_inner, idx d_inner,
+                           const T* src, idx src_stride) {
+    if (d_inner == 1) {
+        for (idx i = 0; i < n_outer; ++i) store_run<T, TYPE>(dst, offset + i * d_outer, src + i * src_stride, n_inner);
+        return;
+    }
+    T run[256];
+    for (idx c = 0; c < n_inner; ++c)
+        for (idx i0 = 0; i0 < n_outer; i0 += 256) {
+            const idx len = n_outer - i0 < 256 ? n_outer - i0 : 256;
+            for (idx i = 0; i < len; ++i) run[i] = src[(i0 + i) * src_stride + c];
+            if (d_outer == 1) {
+                store_run<T, TYPE>(dst, offset + c * d_inner + i0, run, len);
+            } else {
+                for (idx i = 0; i < len; ++i) store_as<T>(dst, TYPE, offset + c * d_inner + (i0 + i) * d_outer, run[i]);
+            }
+        }
+}
+
+template <class T>
+static void scatter_rows(void* dst, int type, idx offset, idx n_outer, idx d_outer, idx n_inner, idx d_inner,
+                         const T* src, idx src_stride) {
+    switch (type) {
+        case F16: scatter_rows_t<T, F16>(dst, offset, n_outer, d_outer, n_inner, d_inner, src, src_stride); break;
+        case BF16: scatter_rows_t<T, BF16>(dst, offset, n_outer, d_outer, n_inner, d_inner, src, src_stride); break;
+        case F32: scatter_rows_t<T, F32>(dst, offset, n_outer, d_outer, n_inner, d_inner, src, src_stride); break;
+        default: scatter_rows_t<T, F64>(dst, offset, n_outer, d_outer, n_inner, d_inner, src, src_stride); break;
+    }
+}
+
 // ======================================================= input gradient
 // One tile: MR output pixels (consecutive in their stride phase) x NRV vectors
 // of input channels, accumulated in registers over every tap of the phase and
@@ -223,13 +357,11 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
         }
     }
 
-    if (!a->direct) {  // convert / scatter the row into dx
+    if (!a->direct) {  // convert / scatter the row into dx, group by group
         const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
-        for (idx iw = 0; iw < a->W; ++iw)
-            for (idx g = 0; g < G; ++g)
-                for (idx ci = 0; ci < a->cin_g; ++ci)
-                    store_as<T>(a->dx, a->dx_type, base + iw * a->dx_s[2] + (g * a->cin_g + ci) * a->dx_s[3],
-                                s.out_row[iw * G * cin_g_pad + g * cin_g_pad + ci]);
+        for (idx g = 0; g < G; ++g)
+            scatter_rows<T>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2], a->cin_g,
+                            a->dx_s[3], s.out_row + g * cin_g_pad, G * cin_g_pad);
     }
 }
 
@@ -242,8 +374,10 @@ static void filter_grad_prepare(FilterGradArgs* a) {
     const bool same_type = (sizeof(T) == 4) ? (a->x_type == F32 && a->dy_type == F32)
                                             : (a->x_type == F64 && a->dy_type == F64);
     a->direct = same_type && a->M == 1 && a->cm_pad == a->cm && a->x_s[3] == 1 && a->dy_s[3] == 1;
+    // Buffered rows: KH cached x rows, one dy row; then the x row pointers and
+    // the (n, ih) each cache slot holds.
     a->scratch_elems = a->direct ? 16 : (a->KH * a->W + a->OW) * a->cm_pad + 16;
-    a->scratch_elems += (idx)((a->KH * sizeof(void*)) / sizeof(T)) + 16;
+    a->scratch_elems += (idx)((a->KH * (sizeof(void*) + sizeof(idx))) / sizeof(T)) + 16;
 }
 
 // For one row (n, oh) and NT taps that all read real input rows, add
@@ -471,31 +605,48 @@ static void filter_grad_block(const FilterGradArgs* a, idx block, void* raw_scra
     T* x_buf = (T*)raw_scratch;
     T* dy_buf = x_buf + (a->direct ? 0 : KH * a->W * cm_pad);
     const T** x_row_of_kh = (const T**)(dy_buf + (a->direct ? 16 : a->OW * cm_pad + 16));
+    // Converted x rows are cached in KH slots, keyed by n * H + ih: consecutive
+    // output rows share most of their input rows (all but one for stride 1).
+    idx* slot_key = (idx*)(x_row_of_kh + KH);
+    for (idx slot = 0; slot < KH; ++slot) slot_key[slot] = -1;
     const BlockedRowKernel<T> blocked = filter_grad_blocked_for<T>(a);
     for (idx row = row_begin; row < row_end; ++row) {
         const idx n = row / a->OH, oh = row % a->OH;
         bool any = false;
         for (idx kh = 0; kh < KH; ++kh) {
-            idx ih = oh * a->sh - a->pt + kh * a->dh;
+            const idx ih = oh * a->sh - a->pt + kh * a->dh;
             x_row_of_kh[kh] = nullptr;
             if (ih < 0 || ih >= a->H) continue;  // this kernel row reads padding
             any = true;
-            const idx src = n * a->x_s[0] + ih * a->x_s[1];
-            if (a->direct) {
-                x_row_of_kh[kh] = (const T*)a->x + src;
-                continue;
+            if (a->direct) x_row_of_kh[kh] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+        }
+        if (!a->direct && any) {
+            // Rows already cached are used in place; each missing row goes to a
+            // slot that holds no row this output row needs.
+            for (idx kh = 0; kh < KH; ++kh) {
+                const idx ih = oh * a->sh - a->pt + kh * a->dh;
+                if (ih < 0 || ih >= a->H) continue;
+                for (idx k = 0; k < KH; ++k)
+                    if (slot_key[k] == n * a->H + ih) x_row_of_kh[kh] = x_buf + k * a->W * cm_pad;
             }
-            T* dst = x_buf + kh * a->W * cm_pad;
-            if (M == 1) {
-                gather_rows<T>(dst, cm_pad, a->x, a->x_type, src, a->W, a->x_s[2], a->C, a->x_s[3]);
-            } else {
-                for (idx iw = 0; iw < a->W; ++iw)
-                    for (idx c = 0; c < a->C; ++c) {
-                        T v = load_as<T>(a->x, a->x_type, src + iw * a->x_s[2] + c * a->x_s[3]);
-                        for (idx m = 0; m < M; ++m) dst[iw * cm_pad + c * M + m] = v;
+            for (idx kh = 0; kh < KH; ++kh) {
+                const idx ih = oh * a->sh - a->pt + kh * a->dh;
+                if (ih < 0 || ih >= a->H || x_row_of_kh[kh] != nullptr) continue;
+                idx free_slot = 0;
+                for (idx k = 0; k < KH; ++k) {
+                    bool needed = false;
+                    for (idx j = 0; j < KH; ++j) {
+                        const idx jh = oh * a->sh - a->pt + j * a->dh;
+                        needed = needed || (x_row_of_kh[j] != nullptr && slot_key[k] == n * a->H + jh);
                     }
+                    if (!needed) { free_slot = k; break; }
+                }
+                T* dst = x_buf + free_slot * a->W * cm_pad;
+                gather_rows<T>(dst, cm_pad, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2],
+                               a->C, a->x_s[3], M);
+                slot_key[free_slot] = n * a->H + ih;
+                x_row_of_kh[kh] = dst;
             }
-            x_row_of_kh[kh] = dst;
         }
         if (!any) continue;
         const T* dy_row;

@@ -103,23 +103,6 @@ static inline void store_as(void* base, int type, idx i, CT v) {
     }
 }
 
-// dst[i * dst_stride + c] = src[i * s_outer + c * s_inner] for i < n_outer, c < n_inner,
-// converted to CT.  The fast case (same type, contiguous inner) is a memcpy per row.
-template <class CT>
-static inline void gather_rows(CT* dst, idx dst_stride, const void* src, int type, idx offset,
-                               idx n_outer, idx s_outer, idx n_inner, idx s_inner) {
-    const bool same = (sizeof(CT) == 4 && type == F32) || (sizeof(CT) == 8 && type == F64);
-    if (same && s_inner == 1) {
-        const CT* s = (const CT*)src + offset;
-        for (idx i = 0; i < n_outer; ++i)
-            std::memcpy(dst + i * dst_stride, s + i * s_outer, (std::size_t)n_inner * sizeof(CT));
-        return;
-    }
-    for (idx i = 0; i < n_outer; ++i)
-        for (idx c = 0; c < n_inner; ++c)
-            dst[i * dst_stride + c] = load_as<CT>(src, type, offset + i * s_outer + c * s_inner);
-}
-
 // ------------------------------------------------------------------ memory
 static inline void* alloc_zeroed(std::size_t bytes) {
     void* p = nullptr;

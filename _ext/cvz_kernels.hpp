@@ -29,6 +29,11 @@ struct Simd {
     static inline vec set1(T x) { return x; }
     static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
     static inline void keep(vec&) {}
+    static const bool HALF = false;  // half types convert with the scalar code
+    static inline vec load_f16(const std::uint16_t* p) { return (T)f16_to_f32(*p); }
+    static inline vec load_bf16(const std::uint16_t* p) { return (T)bf16_to_f32(*p); }
+    static inline void store_f16(std::uint16_t* p, vec v) { *p = f32_to_f16((float)v); }
+    static inline void store_bf16(std::uint16_t* p, vec v) { *p = f32_to_bf16((float)v); }
 };
 #define ISA_MR2 4
 #define ISA_MR1 4
@@ -44,7 +49,7 @@ struct Simd {
 #if CVZ_X86
 // ----------------------------------------------------------- AVX2 + FMA
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 namespace avx2 {
 template <class T>
 struct Simd;
@@ -59,6 +64,26 @@ struct Simd<float> {
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
     // Keep a loaded value in a register: stops the compiler re-loading it per use.
     static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
+    static const bool HALF = true;
+    static inline vec load_f16(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+    static inline vec load_bf16(const std::uint16_t* p) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p)), 16));
+    }
+    static inline void store_f16(std::uint16_t* p, vec v) {
+        _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    static inline void store_bf16(std::uint16_t* p, vec v) {
+        // Round to nearest even on the bits; NaN stays NaN (quiet).
+        const __m256i u = _mm256_castps_si256(v);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+        const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                               _mm256_set1_epi32(0x7f800000));
+        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+        r = _mm256_blendv_epi8(r, quiet, nan);
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+        _mm_storeu_si128((__m128i*)p, _mm256_castsi256_si128(packed));
+    }
 };
 template <>
 struct Simd<double> {
@@ -70,6 +95,11 @@ struct Simd<double> {
     static inline vec set1(double x) { return _mm256_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
+    static const bool HALF = false;
+    static inline vec load_f16(const std::uint16_t*) { return zero(); }
+    static inline vec load_bf16(const std::uint16_t*) { return zero(); }
+    static inline void store_f16(std::uint16_t*, vec) {}
+    static inline void store_bf16(std::uint16_t*, vec) {}
 };
 #define ISA_MR2 6
 #define ISA_MR1 12
@@ -87,7 +117,7 @@ struct Simd<double> {
 
 // ----------------------------------------------------------- AVX-512
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")
 namespace avx512 {
 template <class T>
 struct Simd;
@@ -101,6 +131,24 @@ struct Simd<float> {
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
+    static const bool HALF = true;
+    static inline vec load_f16(const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+    static inline vec load_bf16(const std::uint16_t* p) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p)), 16));
+    }
+    static inline void store_f16(std::uint16_t* p, vec v) {
+        _mm256_storeu_si256((__m256i*)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    static inline void store_bf16(std::uint16_t* p, vec v) {
+        // Round to nearest even on the bits; NaN stays NaN (quiet).
+        const __m512i u = _mm512_castps_si512(v);
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                      _mm512_set1_epi32(0x7f800000));
+        r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+        _mm256_storeu_si256((__m256i*)p, _mm512_cvtepi32_epi16(r));
+    }
 };
 template <>
 struct Simd<double> {
@@ -112,6 +160,11 @@ struct Simd<double> {
     static inline vec set1(double x) { return _mm512_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
+    static const bool HALF = false;
+    static inline vec load_f16(const std::uint16_t*) { return zero(); }
+    static inline vec load_bf16(const std::uint16_t*) { return zero(); }
+    static inline void store_f16(std::uint16_t*, vec) {}
+    static inline void store_bf16(std::uint16_t*, vec) {}
 };
 #define ISA_MR2 14
 #define ISA_MR1 24
@@ -135,9 +188,11 @@ static inline int isa_best() {
 #if CVZ_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("f16c"))
         return ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        return ISA_AVX2;
 #endif
     return ISA_GENERIC;
 }
