@@ -208,15 +208,19 @@ static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_str
     return rest;
 }
 
-// Per-thread scratch of the input gradient, carved from one allocation:
-// dy rows [KH][ow_span][Cout] (zero outside [0, OW): edge pixels need no
-// special case), a result row [W][G][cin_g_pad] when results are not stored in
-// place, and the tap tables.
+// Per-thread scratch of the input gradient, carved from one allocation.  When
+// dy can be read in place (compute dtype, contiguous channels), tiles read it
+// directly and only edge tiles (some tap reads outside [0, OW)) copy their
+// pixels, zero-padded, into `stage`.  Otherwise whole dy rows are converted into
+// `dy_rows` [KH][ow_span][Cout], zero outside [0, OW).  `out_row` [W][G][cin_g_pad]
+// holds results that cannot be stored in place; then the tap tables.
 template <class T>
 struct InputGradScratch {
     T* dy_rows;
+    T* stage;
     T* out_row;
     idx* slot_kh;
+    idx* slot_oh;
     idx* tap_ow0;
     idx* tap_slot;
     idx* tap_k;
@@ -224,15 +228,19 @@ struct InputGradScratch {
     const T** b_ptrs;
 };
 
+static inline idx input_grad_mr_max() { return ISA_MR2 > ISA_MR1 ? ISA_MR2 : ISA_MR1; }
+
 template <class T>
 static inline InputGradScratch<T> input_grad_scratch(const InputGradArgs* a, void* raw) {
     InputGradScratch<T> s;
     const idx taps = a->KH * a->KW;
     s.dy_rows = (T*)raw;
-    s.out_row = s.dy_rows + round_up(a->KH * a->ow_span * a->Cout, 16);
+    s.stage = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
+    s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
     idx* ints = (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16));
     s.slot_kh = ints;
-    s.tap_ow0 = ints + a->KH;
+    s.slot_oh = ints + a->KH;
+    s.tap_ow0 = s.slot_oh + a->KH;
     s.tap_slot = s.tap_ow0 + taps;
     s.tap_k = s.tap_slot + taps;
     s.a_ptrs = (const T**)(s.tap_k + taps);
@@ -244,10 +252,12 @@ template <class T>
 static void input_grad_prepare(InputGradArgs* a) {
     a->V = Simd<T>::V;
     a->cin_g_pad = round_up(a->cin_g, a->V);
-    const bool same_type = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
-    a->direct = same_type && a->dx_s[3] == 1 && a->cin_g_pad == a->cin_g;
+    const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
+    const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
+    a->direct = dx_same && a->dx_s[3] == 1 && a->cin_g_pad == a->cin_g;
+    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout;  // plain NHWC rows
     // The dy row buffer covers every ow a tile may read, MR pixels of slack included.
-    const idx mr = ISA_MR2 > ISA_MR1 ? ISA_MR2 : ISA_MR1;
+    const idx mr = input_grad_mr_max();
     idx lo = 0, hi = a->OW;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;
@@ -262,9 +272,10 @@ static void input_grad_prepare(InputGradArgs* a) {
     a->ow_lo = lo;
     a->ow_span = hi - lo;
     const idx taps = a->KH * a->KW;
-    a->scratch_elems = round_up(a->KH * a->ow_span * a->Cout, 16) +
+    a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
+                       round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
                        round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) +
-                       (idx)(((a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
+                       (idx)(((2 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
 // Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
@@ -293,18 +304,24 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
     const idx Cout = a->Cout, G = a->G, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
 
-    // Kernel rows that reach this input row; copy the dy row each one reads.
+    // Kernel rows that reach this input row (and, when dy is not read in place,
+    // a converted copy of the dy row each one reads).
     idx n_slots = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         idx t = ih + a->pt - kh * a->dh;
         if (t < 0 || t % a->sh != 0) continue;
         idx oh = t / a->sh;
         if (oh >= a->OH) continue;
-        T* dst = s.dy_rows + n_slots * row_elems + (0 - a->ow_lo) * Cout;
-        gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1],
-                       a->OW, a->dy_s[2], Cout, a->dy_s[3]);
-        s.slot_kh[n_slots++] = kh;
+        if (!a->dy_direct) {
+            T* dst = s.dy_rows + n_slots * row_elems + (0 - a->ow_lo) * Cout;
+            gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1],
+                           a->OW, a->dy_s[2], Cout, a->dy_s[3]);
+        }
+        s.slot_kh[n_slots] = kh;
+        s.slot_oh[n_slots++] = oh;
     }
+    const T* dy = (const T*)a->dy;
+    const idx mr_max = input_grad_mr_max();
 
     T* out_base;
     idx out_pixel, out_group;
@@ -340,15 +357,56 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
                     s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * a->cout_g * cin_g_pad + c0;
                 idx j0 = 0;
                 while (j0 < n_pix) {
-                    for (idx t = 0; t < n_taps; ++t)
-                        s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems +
-                                      (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
                     const idx rest = n_pix - j0;
+                    // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
+                    const idx mr = wide ? ISA_MR2 : ISA_MR1;
+                    const idx shape = (rest >= mr || rest > (mr + 1) / 2) ? mr
+                                      : (rest > (mr + 3) / 4 ? (mr + 1) / 2 : (mr + 3) / 4);
+                    idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
+                    if (a->dy_direct) {
+                        bool inside = true;
+                        for (idx t = 0; t < n_taps; ++t)
+                            inside = inside && s.tap_ow0[t] + j0 >= 0 && s.tap_ow0[t] + j0 + shape <= a->OW;
+                        if (inside) {  // read dy in place
+                            for (idx t = 0; t < n_taps; ++t)
+                                s.a_ptrs[t] = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] +
+                                              (s.tap_ow0[t] + j0) * a->dy_s[2] + g * a->cout_g;
+                        } else {  // an edge tile: taps that cross [0, OW) read a zero-padded copy
+                            const idx pitch = a->dy_s[2];
+                            for (idx t = 0; t < n_taps; ++t) {
+                                const idx first = s.tap_ow0[t] + j0, last = first + shape;
+                                const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] +
+                                                   g * a->cout_g;
+                                if (first >= 0 && last <= a->OW) {
+                                    s.a_ptrs[t] = src_row + first * pitch;
+                                    continue;
+                                }
+                                T* st = s.stage + t * mr_max * pitch;  // same pixel pitch as dy
+                                // Pixels [first, lo) and [hi, last) are outside dy: zeros; [lo, hi) copied.
+                                idx lo = first < 0 ? 0 : first;
+                                if (lo > last) lo = last;
+                                idx hi = last > a->OW ? a->OW : last;
+                                if (hi < lo) hi = lo;
+                                if (lo > first)
+                                    std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
+                                if (hi > lo)
+                                    std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
+                                                (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
+                                if (last > hi)
+                                    std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
+                                s.a_ptrs[t] = st;
+                            }
+                        }
+                    } else {
+                        for (idx t = 0; t < n_taps; ++t)
+                            s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems +
+                                          (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
+                    }
                     T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
                     // Full tiles, then the smallest tile shape that covers the rest.
-                    const idx done = wide ? input_grad_tiles<T, ISA_MR2, 2>(s, n_taps, Cout, a->cout_g, cin_g_pad,
+                    const idx done = wide ? input_grad_tiles<T, ISA_MR2, 2>(s, n_taps, a_stride, a->cout_g, cin_g_pad,
                                                                          out, a->sw * out_pixel, rest)
-                                          : input_grad_tiles<T, ISA_MR1, 1>(s, n_taps, Cout, a->cout_g, cin_g_pad,
+                                          : input_grad_tiles<T, ISA_MR1, 1>(s, n_taps, a_stride, a->cout_g, cin_g_pad,
                                                                          out, a->sw * out_pixel, rest);
                     j0 += done;
                 }

@@ -135,7 +135,7 @@ struct InputGradArgs {
     // window [ow_lo, ow_lo + ow_span), whether tiles store straight into dx,
     // the packed filter [KH][KW][G][cout_g][cin_g_pad] and per-thread scratch size.
     idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
-    int direct;
+    int direct, dy_direct;
     void* packed;
 };
 
