@@ -208,6 +208,64 @@ static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_str
     return rest;
 }
 
+// A one-vector tile whose taps of each kernel row share dy pixels: with KWT taps
+// per row whose dy windows are offset by DSTEP pixels from each other (tap t
+// reads pixels p + (KWT - 1 - t) * DSTEP of the window), each dy value is
+// broadcast once and feeds every tap that reads it -- MR*KWT FMAs for
+// MR + (KWT-1)*DSTEP broadcasts instead of one broadcast per FMA.  This is
+// what narrow channel counts (one vector of input channels) need.
+// a_rows[s]: window start of kernel row s; b_taps[s * KWT + t]: filter of tap t.
+template <class T, int MR, int KWT, int DSTEP>
+static inline void input_grad_tile_fused(const T* const* a_rows, const T* const* b_taps, idx n_rows,
+                                         idx a_pixel_stride, idx K, idx b_row_stride,
+                                         T* out, idx out_pixel_stride, idx n_pixels) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    constexpr int E = MR + (KWT - 1) * DSTEP;
+    vec acc[MR];
+#pragma GCC unroll 32
+    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (idx s = 0; s < n_rows; ++s) {
+        const T* a = a_rows[s];
+        const T* const* b = b_taps + s * KWT;
+        for (idx k = 0; k < K; ++k) {
+            vec bv[KWT];
+#pragma GCC unroll 8
+            for (int t = 0; t < KWT; ++t) bv[t] = S::load(b[t] + k * b_row_stride);
+#pragma GCC unroll 64
+            for (int e = 0; e < E; ++e) {
+                const vec av = S::set1(a[e * a_pixel_stride + k]);
+#pragma GCC unroll 8
+                for (int t = 0; t < KWT; ++t) {
+                    const int p = e - (KWT - 1 - t) * DSTEP;
+                    if (p >= 0 && p < MR) acc[p] = S::fma(av, bv[t], acc[p]);
+                }
+            }
+        }
+    }
+    for (int p = 0; p < MR; ++p)
+        if (p < n_pixels) S::store(out + p * out_pixel_stride, acc[p]);
+}
+
+// The fused tile for this (taps per row, window step, pixels left), or nullptr.
+template <class T>
+using FusedTile = void (*)(const T* const*, const T* const*, idx, idx, idx, idx, T*, idx, idx);
+
+template <class T>
+static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
+#if ISA_FUSED
+    constexpr int MR = ISA_MR_FUSED, HALF = (ISA_MR_FUSED + 1) / 2;
+    const bool full = rest > HALF;
+    *shape = full ? MR : HALF;
+#define CVZ_FUSED(k, d) \
+    if (kwt == k && dstep == d) return full ? &input_grad_tile_fused<T, MR, k, d> : &input_grad_tile_fused<T, HALF, k, d>;
+    CVZ_FUSED(3, 1) CVZ_FUSED(3, 2) CVZ_FUSED(5, 1) CVZ_FUSED(5, 2) CVZ_FUSED(7, 1) CVZ_FUSED(7, 2)
+#undef CVZ_FUSED
+#endif
+    (void)kwt; (void)dstep; (void)rest; (void)shape;
+    return nullptr;
+}
+
 // Per-thread scratch of the input gradient, carved from one allocation.  When
 // dy can be read in place (compute dtype, contiguous channels), tiles read it
 // directly and only edge tiles (some tap reads outside [0, OW)) copy their
@@ -295,6 +353,62 @@ static void input_grad_pack(const InputGradArgs* a) {
                 }
 }
 
+// One phase r and one narrow channel block c0 of an input row, with fused tiles:
+// each tile reads, per kernel row, one dy window of shape + (kwt-1)*dstep pixels
+// (in place, or staged zero-padded at the edges).
+template <class T>
+static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c0,
+                                 idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base, idx out_pixel,
+                                 idx out_group) {
+    const T* dy = (const T*)a->dy;
+    const T* packed = (const T*)a->packed;
+    const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
+    const idx row_elems = a->ow_span * Cout;
+    const idx mr_max = input_grad_mr_max();
+    for (idx slot = 0; slot < n_slots; ++slot)
+        for (idx i = 0; i < kwt; ++i) {
+            const idx t = slot * kwt + i;
+            s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
+        }
+    idx j0 = 0;
+    while (j0 < n_pix) {
+        idx shape = 0;
+        const FusedTile<T> tile = input_grad_fused_for<T>(kwt, dstep, n_pix - j0, &shape);
+        const idx window = shape + (kwt - 1) * dstep;
+        idx a_stride = Cout;
+        for (idx slot = 0; slot < n_slots; ++slot) {
+            const idx first = s.tap_ow0[slot * kwt + kwt - 1] + j0;  // the last tap's window starts first
+            if (!a->dy_direct) {
+                s.a_ptrs[slot] = s.dy_rows + slot * row_elems + (first - a->ow_lo) * Cout + g * a->cout_g;
+                continue;
+            }
+            const idx pitch = a->dy_s[2];
+            a_stride = pitch;
+            const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[slot] * a->dy_s[1] + g * a->cout_g;
+            const idx last = first + window;
+            if (first >= 0 && last <= a->OW) {
+                s.a_ptrs[slot] = src_row + first * pitch;
+                continue;
+            }
+            T* st = s.stage + slot * mr_max * a->KW * pitch;  // room for a whole window
+            idx lo = first < 0 ? 0 : first;
+            if (lo > last) lo = last;
+            idx hi = last > a->OW ? a->OW : last;
+            if (hi < lo) hi = lo;
+            if (lo > first) std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
+            if (hi > lo)
+                std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
+                            (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
+            if (last > hi) std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
+            s.a_ptrs[slot] = st;
+        }
+        const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
+        T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
+        tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
+        j0 += np;
+    }
+}
+
 // Compute one input row dx[n, ih, :, :] (row = n * H + ih).
 template <class T>
 static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
@@ -349,10 +463,30 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
                 s.tap_k[n_taps] = s.slot_kh[slot] * a->KW + kw;
                 ++n_taps;
             }
+        // Every kernel row of this phase has the same kw taps; when they form an
+        // arithmetic run of windows (step dstep), narrow tiles can fuse them.
+        const idx kwt = n_slots ? n_taps / n_slots : 0;
+        idx dstep = 0;
+        bool fusable = kwt >= 2;
+        if (fusable) {
+            dstep = s.tap_ow0[0] - s.tap_ow0[1];
+            for (idx t = 0; t < n_taps && fusable; ++t) {
+                const idx i = t % kwt;
+                fusable = s.tap_ow0[t] == s.tap_ow0[t - i] - i * dstep;
+            }
+            fusable = fusable && dstep >= 1;
+        }
         for (idx g = 0; g < G; ++g) {
             idx c0 = 0;
             while (c0 < cin_g_pad) {
                 const bool wide = c0 + 2 * S::V <= cin_g_pad;
+                idx fused_shape = 0;
+                if (!wide && fusable && input_grad_fused_for<T>(kwt, dstep, n_pix, &fused_shape) != nullptr) {
+                    input_grad_row_fused<T>(a, s, n, g, c0, r, n_pix, n_slots, kwt, dstep, out_base, out_pixel,
+                                            out_group);
+                    c0 += S::V;
+                    continue;
+                }
                 for (idx t = 0; t < n_taps; ++t)
                     s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * a->cout_g * cin_g_pad + c0;
                 idx j0 = 0;

@@ -39,7 +39,9 @@ struct Simd {
 #define ISA_MR1 4
 #define ISA_TAPS 9
 #define ISA_BLOCKED_TAPS 0
+#define ISA_FUSED 0
 #include "cvz_body.hpp"
+#undef ISA_FUSED
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
@@ -106,7 +108,11 @@ struct Simd<double> {
 #define ISA_TAPS 9
 #define ISA_BLOCKED_TAPS 9
 #define ISA_TW3 4
+#define ISA_FUSED 1
+#define ISA_MR_FUSED 8
 #include "cvz_body.hpp"
+#undef ISA_FUSED
+#undef ISA_MR_FUSED
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
@@ -172,7 +178,11 @@ struct Simd<double> {
 #define ISA_BLOCKED_TAPS 25
 #define ISA_TW3 8
 #define ISA_TW5 4
+#define ISA_FUSED 1
+#define ISA_MR_FUSED 16
 #include "cvz_body.hpp"
+#undef ISA_FUSED
+#undef ISA_MR_FUSED
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
