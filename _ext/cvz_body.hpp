@@ -353,6 +353,66 @@ static void input_grad_pack(const InputGradArgs* a) {
                 }
 }
 
+// One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors:
+// tiles of MR pixels (smaller at the end), every tap of the phase.  A tile reads
+// dy in place when all its windows lie inside [0, OW); an edge tile gives the
+// taps that cross the border a zero-padded copy (same pixel pitch as dy).
+template <class T, int MR, int NRV>
+static void input_grad_row_pass(const InputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
+                                idx c_end, idx r, idx n_pix, idx n_taps, T* out_base, idx out_pixel,
+                                idx out_group) {
+    typedef Simd<T> S;
+    const T* dy = (const T*)a->dy;
+    const T* packed = (const T*)a->packed;
+    const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
+    const idx row_elems = a->ow_span * Cout;
+    const idx mr_max = input_grad_mr_max();
+    const idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
+    idx j0 = 0;
+    while (j0 < n_pix) {
+        const idx rest = n_pix - j0;
+        // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
+        const idx shape = (rest >= MR || rest > (MR + 1) / 2) ? MR : (rest > (MR + 3) / 4 ? (MR + 1) / 2 : (MR + 3) / 4);
+        if (a->dy_direct) {
+            const idx pitch = a->dy_s[2];
+            for (idx t = 0; t < n_taps; ++t) {
+                const idx first = s.tap_ow0[t] + j0, last = first + shape;
+                const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] + g * a->cout_g;
+                if (first >= 0 && last <= a->OW) {  // read dy in place
+                    s.a_ptrs[t] = src_row + first * pitch;
+                    continue;
+                }
+                T* st = s.stage + t * mr_max * pitch;
+                // Pixels [first, lo) and [hi, last) are outside dy: zeros; [lo, hi) copied.
+                idx lo = first < 0 ? 0 : first;
+                if (lo > last) lo = last;
+                idx hi = last > a->OW ? a->OW : last;
+                if (hi < lo) hi = lo;
+                if (lo > first) std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
+                if (hi > lo)
+                    std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
+                                (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
+                if (last > hi) std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
+                s.a_ptrs[t] = st;
+            }
+        } else {
+            for (idx t = 0; t < n_taps; ++t)
+                s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems + (s.tap_ow0[t] + j0 - a->ow_lo) * Cout +
+                              g * a->cout_g;
+        }
+        idx done = 0;
+        for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
+            for (idx t = 0; t < n_taps; ++t)
+                s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
+            T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
+            // A full tile, or the smallest tile shape that covers the rest.
+            done = input_grad_tiles<T, MR, NRV>(s, n_taps, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel,
+                                                rest);
+        }
+        j0 += done;
+    }
+}
+
 // One phase r and one narrow channel block c0 of an input row, with fused tiles:
 // each tile reads, per kernel row, one dy window of shape + (kwt-1)*dstep pixels
 // (in place, or staged zero-padded at the edges).
@@ -434,8 +494,6 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
         s.slot_kh[n_slots] = kh;
         s.slot_oh[n_slots++] = oh;
     }
-    const T* dy = (const T*)a->dy;
-    const idx mr_max = input_grad_mr_max();
 
     T* out_base;
     idx out_pixel, out_group;
@@ -449,7 +507,6 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
         out_group = cin_g_pad;
     }
 
-    const T* packed = (const T*)a->packed;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
         // Taps of this phase: (slot, kw) with r + pl - kw * dw divisible by sw.
@@ -477,74 +534,21 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
             fusable = fusable && dstep >= 1;
         }
         for (idx g = 0; g < G; ++g) {
-            idx c0 = 0;
-            while (c0 < cin_g_pad) {
-                const bool wide = c0 + 2 * S::V <= cin_g_pad;
+            // Wide blocks (2 vectors of input channels) share one pass over the
+            // tiles, so each tile's dy pointers (and edge copies) serve them all;
+            // then the narrow remainder (1 vector), fused when its taps allow.
+            const idx wide_end = cin_g_pad / (2 * S::V) * (2 * S::V);
+            if (wide_end > 0)
+                input_grad_row_pass<T, ISA_MR2, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base, out_pixel,
+                                                   out_group);
+            if (wide_end < cin_g_pad) {
                 idx fused_shape = 0;
-                if (!wide && fusable && input_grad_fused_for<T>(kwt, dstep, n_pix, &fused_shape) != nullptr) {
-                    input_grad_row_fused<T>(a, s, n, g, c0, r, n_pix, n_slots, kwt, dstep, out_base, out_pixel,
-                                            out_group);
-                    c0 += S::V;
-                    continue;
-                }
-                for (idx t = 0; t < n_taps; ++t)
-                    s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * a->cout_g * cin_g_pad + c0;
-                idx j0 = 0;
-                while (j0 < n_pix) {
-                    const idx rest = n_pix - j0;
-                    // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
-                    const idx mr = wide ? ISA_MR2 : ISA_MR1;
-                    const idx shape = (rest >= mr || rest > (mr + 1) / 2) ? mr
-                                      : (rest > (mr + 3) / 4 ? (mr + 1) / 2 : (mr + 3) / 4);
-                    idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
-                    if (a->dy_direct) {
-                        bool inside = true;
-                        for (idx t = 0; t < n_taps; ++t)
-                            inside = inside && s.tap_ow0[t] + j0 >= 0 && s.tap_ow0[t] + j0 + shape <= a->OW;
-                        if (inside) {  // read dy in place
-                            for (idx t = 0; t < n_taps; ++t)
-                                s.a_ptrs[t] = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] +
-                                              (s.tap_ow0[t] + j0) * a->dy_s[2] + g * a->cout_g;
-                        } else {  // an edge tile: taps that cross [0, OW) read a zero-padded copy
-                            const idx pitch = a->dy_s[2];
-                            for (idx t = 0; t < n_taps; ++t) {
-                                const idx first = s.tap_ow0[t] + j0, last = first + shape;
-                                const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] +
-                                                   g * a->cout_g;
-                                if (first >= 0 && last <= a->OW) {
-                                    s.a_ptrs[t] = src_row + first * pitch;
-                                    continue;
-                                }
-                                T* st = s.stage + t * mr_max * pitch;  // same pixel pitch as dy
-                                // Pixels [first, lo) and [hi, last) are outside dy: zeros; [lo, hi) copied.
-                                idx lo = first < 0 ? 0 : first;
-                                if (lo > last) lo = last;
-                                idx hi = last > a->OW ? a->OW : last;
-                                if (hi < lo) hi = lo;
-                                if (lo > first)
-                                    std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
-                                if (hi > lo)
-                                    std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
-                                                (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
-                                if (last > hi)
-                                    std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
-                                s.a_ptrs[t] = st;
-                            }
-                        }
-                    } else {
-                        for (idx t = 0; t < n_taps; ++t)
-                            s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems +
-                                          (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
-                    }
-                    T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-                    // Full tiles, then the smallest tile shape that covers the rest.
-                    const idx done = wide ? input_grad_tiles<T, ISA_MR2, 2>(s, n_taps, a_stride, a->cout_g, cin_g_pad,
-                                                                         out, a->sw * out_pixel, rest)
-                                          : input_grad_tiles<T, ISA_MR1, 1>(s, n_taps, a_stride, a->cout_g, cin_g_pad,
-                                                                         out, a->sw * out_pixel, rest);
-                    j0 += done;
-                }
-                c0 += wide ? 2 * S::V : S::V;
+                if (fusable && input_grad_fused_for<T>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                    input_grad_row_fused<T>(a, s, n, g, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
+                                            out_pixel, out_group);
+                else
+                    input_grad_row_pass<T, ISA_MR1, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_taps, out_base,
+                                                       out_pixel, out_group);
             }
         }
     }
