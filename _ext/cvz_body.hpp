@@ -86,8 +86,32 @@ static void gather_rows_t(T* dst, idx dst_stride, const void* src, idx offset, i
             }
         return;
     }
+    // Channels-strided (NCHW): whole B x B blocks move through a register transpose.
+    typedef Simd<T> S;
+    constexpr idx B = S::TBLOCK;
+    idx c_done = 0;
+    if constexpr (B > 0) {
+        if (s_outer == 1 && repeat == 1) {
+            T block[B * B];
+            const idx i_full = n_outer / B * B;
+            for (; c_done + B <= n_inner; c_done += B) {
+                for (idx i0 = 0; i0 < i_full; i0 += B) {
+                    const idx from = offset + c_done * s_inner + i0;
+                    if (TYPE == (sizeof(T) == 4 ? F32 : F64)) {
+                        S::transpose((const T*)src + from, s_inner, dst + i0 * dst_stride + c_done, dst_stride);
+                    } else {
+                        for (idx c = 0; c < B; ++c) convert_run<T, TYPE>(block + c * B, src, from + c * s_inner, B);
+                        S::transpose(block, B, dst + i0 * dst_stride + c_done, dst_stride);
+                    }
+                }
+                for (idx c = c_done; c < c_done + B; ++c)  // the last pixels of these channels
+                    for (idx i = i_full; i < n_outer; ++i)
+                        dst[i * dst_stride + c] = load_as<T>(src, TYPE, offset + c * s_inner + i);
+            }
+        }
+    }
     T run[256];
-    for (idx c = 0; c < n_inner; ++c)
+    for (idx c = c_done; c < n_inner; ++c)
         for (idx i0 = 0; i0 < n_outer; i0 += 256) {
             const idx len = n_outer - i0 < 256 ? n_outer - i0 : 256;
             if (s_outer == 1) {
@@ -119,8 +143,32 @@ static void scatter_rows_t(void* dst, idx offset, idx n_outer, idx d_outer, idx 
         for (idx i = 0; i < n_outer; ++i) store_run<T, TYPE>(dst, offset + i * d_outer, src + i * src_stride, n_inner);
         return;
     }
+    // Channels-strided (NCHW): whole B x B blocks move through a register transpose.
+    typedef Simd<T> S;
+    constexpr idx B = S::TBLOCK;
+    idx c_done = 0;
+    if constexpr (B > 0) {
+        if (d_outer == 1) {
+            T block[B * B];
+            const idx i_full = n_outer / B * B;
+            for (; c_done + B <= n_inner; c_done += B) {
+                for (idx i0 = 0; i0 < i_full; i0 += B) {
+                    const idx to = offset + c_done * d_inner + i0;
+                    if (TYPE == (sizeof(T) == 4 ? F32 : F64)) {
+                        S::transpose(src + i0 * src_stride + c_done, src_stride, (T*)dst + to, d_inner);
+                    } else {
+                        S::transpose(src + i0 * src_stride + c_done, src_stride, block, B);
+                        for (idx c = 0; c < B; ++c) store_run<T, TYPE>(dst, to + c * d_inner, block + c * B, B);
+                    }
+                }
+                for (idx c = c_done; c < c_done + B; ++c)  // the last pixels of these channels
+                    for (idx i = i_full; i < n_outer; ++i)
+                        store_as<T>(dst, TYPE, offset + c * d_inner + i, src[i * src_stride + c]);
+            }
+        }
+    }
     T run[256];
-    for (idx c = 0; c < n_inner; ++c)
+    for (idx c = c_done; c < n_inner; ++c)
         for (idx i0 = 0; i0 < n_outer; i0 += 256) {
             const idx len = n_outer - i0 < 256 ? n_outer - i0 : 256;
             for (idx i = 0; i < len; ++i) run[i] = src[(i0 + i) * src_stride + c];
@@ -279,6 +327,8 @@ struct InputGradScratch {
     T* out_row;
     idx* slot_kh;
     idx* slot_oh;
+    idx* slot_key;     // cached dy row of each buffer slot (n * OH + oh + 1, 0 = empty)
+    idx* row_of_slot;  // buffer slot holding the dy row of kernel-row slot i
     idx* tap_ow0;
     idx* tap_slot;
     idx* tap_k;
@@ -298,7 +348,9 @@ static inline InputGradScratch<T> input_grad_scratch(const InputGradArgs* a, voi
     idx* ints = (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16));
     s.slot_kh = ints;
     s.slot_oh = ints + a->KH;
-    s.tap_ow0 = s.slot_oh + a->KH;
+    s.slot_key = s.slot_oh + a->KH;
+    s.row_of_slot = s.slot_key + a->KH;
+    s.tap_ow0 = s.row_of_slot + a->KH;
     s.tap_slot = s.tap_ow0 + taps;
     s.tap_k = s.tap_slot + taps;
     s.a_ptrs = (const T**)(s.tap_k + taps);
@@ -333,7 +385,7 @@ static void input_grad_prepare(InputGradArgs* a) {
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
                        round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) +
-                       (idx)(((2 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
+                       (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
 // Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
@@ -397,8 +449,8 @@ static void input_grad_row_pass(const InputGradArgs* a, const InputGradScratch<T
             }
         } else {
             for (idx t = 0; t < n_taps; ++t)
-                s.a_ptrs[t] = s.dy_rows + s.tap_slot[t] * row_elems + (s.tap_ow0[t] + j0 - a->ow_lo) * Cout +
-                              g * a->cout_g;
+                s.a_ptrs[t] = s.dy_rows + s.row_of_slot[s.tap_slot[t]] * row_elems +
+                              (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
         }
         idx done = 0;
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
@@ -439,7 +491,8 @@ static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<
         for (idx slot = 0; slot < n_slots; ++slot) {
             const idx first = s.tap_ow0[slot * kwt + kwt - 1] + j0;  // the last tap's window starts first
             if (!a->dy_direct) {
-                s.a_ptrs[slot] = s.dy_rows + slot * row_elems + (first - a->ow_lo) * Cout + g * a->cout_g;
+                s.a_ptrs[slot] = s.dy_rows + s.row_of_slot[slot] * row_elems + (first - a->ow_lo) * Cout +
+                                 g * a->cout_g;
                 continue;
             }
             const idx pitch = a->dy_s[2];
@@ -478,21 +531,41 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
     const idx Cout = a->Cout, G = a->G, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
 
-    // Kernel rows that reach this input row (and, when dy is not read in place,
-    // a converted copy of the dy row each one reads).
+    // Kernel rows that reach this input row.  When dy is not read in place, each
+    // needs a converted copy of its dy row: rows stay cached in the KH slots of
+    // this thread's scratch (slot_key = n * OH + oh + 1; 0 = empty, as zeroed),
+    // since consecutive input rows share most of their dy rows.
     idx n_slots = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         idx t = ih + a->pt - kh * a->dh;
         if (t < 0 || t % a->sh != 0) continue;
         idx oh = t / a->sh;
         if (oh >= a->OH) continue;
-        if (!a->dy_direct) {
-            T* dst = s.dy_rows + n_slots * row_elems + (0 - a->ow_lo) * Cout;
-            gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1],
-                           a->OW, a->dy_s[2], Cout, a->dy_s[3]);
-        }
         s.slot_kh[n_slots] = kh;
         s.slot_oh[n_slots++] = oh;
+    }
+    if (!a->dy_direct) {
+        // tap_slot[] below indexes s.row_of_slot: the cache slot holding each dy row.
+        for (idx i = 0; i < n_slots; ++i) {
+            const idx key = n * a->OH + s.slot_oh[i] + 1;
+            s.row_of_slot[i] = -1;
+            for (idx k = 0; k < a->KH; ++k)
+                if (s.slot_key[k] == key) s.row_of_slot[i] = k;
+        }
+        for (idx i = 0; i < n_slots; ++i) {
+            if (s.row_of_slot[i] >= 0) continue;
+            idx free_slot = 0;
+            for (idx k = 0; k < a->KH; ++k) {
+                bool needed = false;
+                for (idx j = 0; j < n_slots; ++j) needed = needed || s.row_of_slot[j] == k;
+                if (!needed) { free_slot = k; break; }
+            }
+            T* dst = s.dy_rows + free_slot * row_elems + (0 - a->ow_lo) * Cout;
+            gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + s.slot_oh[i] * a->dy_s[1],
+                           a->OW, a->dy_s[2], Cout, a->dy_s[3]);
+            s.slot_key[free_slot] = n * a->OH + s.slot_oh[i] + 1;
+            s.row_of_slot[i] = free_slot;
+        }
     }
 
     T* out_base;

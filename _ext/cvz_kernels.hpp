@@ -30,6 +30,8 @@ struct Simd {
     static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
     static inline void keep(vec&) {}
     static const bool HALF = false;  // half types convert with the scalar code
+    static const int TBLOCK = 0;     // no register transpose: layouts move element by element
+    static inline void transpose(const T*, idx, T*, idx) {}
     static inline vec load_f16(const std::uint16_t* p) { return (T)f16_to_f32(*p); }
     static inline vec load_bf16(const std::uint16_t* p) { return (T)bf16_to_f32(*p); }
     static inline void store_f16(std::uint16_t* p, vec v) { *p = f32_to_f16((float)v); }
@@ -66,6 +68,26 @@ struct Simd<float> {
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
     // Keep a loaded value in a register: stops the compiler re-loading it per use.
     static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
+    static const int TBLOCK = 8;
+    // dst row i = column i of the 8 x 8 block whose row r starts at src + r * ss.
+    static inline void transpose(const float* src, idx ss, float* dst, idx ds) {
+        __m256 r[8], t[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ss);
+        for (int i = 0; i < 4; ++i) {
+            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        for (int i = 0; i < 2; ++i) {
+            r[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+            r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+            r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        for (int i = 0; i < 4; ++i) {
+            _mm256_storeu_ps(dst + i * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+            _mm256_storeu_ps(dst + (i + 4) * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+        }
+    }
     static const bool HALF = true;
     static inline vec load_f16(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
     static inline vec load_bf16(const std::uint16_t* p) {
@@ -98,6 +120,8 @@ struct Simd<double> {
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
     static const bool HALF = false;
+    static const int TBLOCK = 0;
+    static inline void transpose(const double*, idx, double*, idx) {}
     static inline vec load_f16(const std::uint16_t*) { return zero(); }
     static inline vec load_bf16(const std::uint16_t*) { return zero(); }
     static inline void store_f16(std::uint16_t*, vec) {}
@@ -137,6 +161,31 @@ struct Simd<float> {
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
+    static const int TBLOCK = 16;
+    // dst row i = column i of the 16 x 16 block whose row r starts at src + r * ss.
+    static inline void transpose(const float* src, idx ss, float* dst, idx ds) {
+        __m512 r[16], t[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ss);
+        for (int i = 0; i < 8; ++i) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        for (int i = 0; i < 4; ++i) {
+            r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+            r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+            r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < 4; ++i) {
+                t[8 * h + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + i + 4], 0x88);
+                t[8 * h + i + 4] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + i + 4], 0xdd);
+            }
+        for (int i = 0; i < 8; ++i) {
+            _mm512_storeu_ps(dst + i * ds, _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88));
+            _mm512_storeu_ps(dst + (i + 8) * ds, _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd));
+        }
+    }
     static const bool HALF = true;
     static inline vec load_f16(const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
     static inline vec load_bf16(const std::uint16_t* p) {
@@ -167,6 +216,8 @@ struct Simd<double> {
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
     static const bool HALF = false;
+    static const int TBLOCK = 0;
+    static inline void transpose(const double*, idx, double*, idx) {}
     static inline vec load_f16(const std::uint16_t*) { return zero(); }
     static inline vec load_bf16(const std::uint16_t*) { return zero(); }
     static inline void store_f16(std::uint16_t*, vec) {}

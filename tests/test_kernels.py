@@ -50,6 +50,12 @@ def test_filter_gradient_kernels(isa, shape, padding, rng):
         nchw = convviz.depthwise_conv2d_native_backprop_filter(
             x.transpose(0, 3, 1, 2), [k, k, c, m], dy.transpose(0, 3, 1, 2),
             _four("NCHW", s, s), padding, data_format="NCHW", dilations=_four("NCHW", d, d))
+        x16, dy16 = x.astype(np.float16), dy.astype(np.float16)
+        nchw16 = convviz.depthwise_conv2d_native_backprop_filter(
+            x16.transpose(0, 3, 1, 2), [k, k, c, m], dy16.transpose(0, 3, 1, 2),
+            _four("NCHW", s, s), padding, data_format="NCHW", dilations=_four("NCHW", d, d))
+    exact16, bound16 = reference_pair_dwf(x16, [k, k, c, m], dy16, **kwargs)
+    assert_close_to_reference(nchw16, exact16, bound16, "float16")
     assert_close_to_reference(got, exact, bound, "float32")
     assert_close_to_reference(got64, exact, bound, "float64")
     assert_close_to_reference(nchw, exact, bound, "float32")
