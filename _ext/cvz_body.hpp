@@ -233,27 +233,34 @@ static inline void input_grad_tile(const T* const* a_ptrs, const T* const* b_ptr
     }
 }
 
-// One tile of up to MR pixels at the start of `rest` remaining pixels: a full
-// MR tile when enough remain, else the smallest of MR/2, MR/4 that covers them.
-// Returns how many pixels it computed.
+// The tile shape for `rest` remaining pixels: a full MR tile when that wastes
+// least, else MR/2 or MR/4 (a half tile plus a quarter tile beats one full tile
+// that stores little more than half of its pixels).
+template <int MR>
+static inline idx input_grad_tile_shape(idx rest) {
+    constexpr idx half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    if (rest >= MR || rest > half + quarter) return MR;
+    if (rest > quarter) return half;
+    return quarter;
+}
+
+// One tile of input_grad_tile_shape(rest) pixels; returns how many it stored.
 template <class T, int MR, int NRV, class Scratch>
 static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_stride, idx K, idx b_row_stride,
                                    T* out, idx out_pixel_stride, idx rest) {
     constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
-    if (rest >= MR || rest > half) {
-        const idx np = rest < MR ? rest : MR;
+    const idx shape = input_grad_tile_shape<MR>(rest);
+    const idx np = rest < shape ? rest : shape;
+    if (shape == MR)
         input_grad_tile<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
                                     out_pixel_stride, np);
-        return np;
-    }
-    if (rest > quarter) {
+    else if (shape == half)
         input_grad_tile<T, half, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
-                                      out_pixel_stride, rest);
-        return rest;
-    }
-    input_grad_tile<T, quarter, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
-                                     out_pixel_stride, rest);
-    return rest;
+                                      out_pixel_stride, np);
+    else
+        input_grad_tile<T, quarter, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                         out_pixel_stride, np);
+    return np;
 }
 
 // A one-vector tile whose taps of each kernel row share dy pixels: with KWT taps
@@ -424,7 +431,7 @@ static void input_grad_row_pass(const InputGradArgs* a, const InputGradScratch<T
     while (j0 < n_pix) {
         const idx rest = n_pix - j0;
         // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
-        const idx shape = (rest >= MR || rest > (MR + 1) / 2) ? MR : (rest > (MR + 3) / 4 ? (MR + 1) / 2 : (MR + 3) / 4);
+        const idx shape = input_grad_tile_shape<MR>(rest);
         if (a->dy_direct) {
             const idx pitch = a->dy_s[2];
             for (idx t = 0; t < n_taps; ++t) {
