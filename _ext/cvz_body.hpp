@@ -263,58 +263,70 @@ static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_str
     return np;
 }
 
-// A one-vector tile whose taps of each kernel row share dy pixels: with KWT taps
-// per row whose dy windows are offset by DSTEP pixels from each other (tap t
-// reads pixels p + (KWT - 1 - t) * DSTEP of the window), each dy value is
-// broadcast once and feeds every tap that reads it -- MR*KWT FMAs for
-// MR + (KWT-1)*DSTEP broadcasts instead of one broadcast per FMA.  This is
-// what narrow channel counts (one vector of input channels) need.
+// A tile whose taps of each kernel row share dy pixels: with KWT taps per row
+// whose dy windows are offset by DSTEP pixels from each other (tap t reads
+// pixels p + (KWT - 1 - t) * DSTEP of the window), each dy value is broadcast
+// once and feeds every tap that reads it -- MR*KWT*NRV FMAs for
+// MR + (KWT-1)*DSTEP broadcasts instead of one broadcast per MR*NRV FMAs.
 // a_rows[s]: window start of kernel row s; b_taps[s * KWT + t]: filter of tap t.
-template <class T, int MR, int KWT, int DSTEP>
+// Per element the terms are added in order of (kernel row, output channel, tap).
+template <class T, int MR, int KWT, int DSTEP, int NRV>
 static inline void input_grad_tile_fused(const T* const* a_rows, const T* const* b_taps, idx n_rows,
                                          idx a_pixel_stride, idx K, idx b_row_stride,
                                          T* out, idx out_pixel_stride, idx n_pixels) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     constexpr int E = MR + (KWT - 1) * DSTEP;
-    vec acc[MR];
+    vec acc[MR][NRV];
 #pragma GCC unroll 32
-    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (int p = 0; p < MR; ++p)
+#pragma GCC unroll 4
+        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
     for (idx s = 0; s < n_rows; ++s) {
         const T* a = a_rows[s];
         const T* const* b = b_taps + s * KWT;
         for (idx k = 0; k < K; ++k) {
-            vec bv[KWT];
+            vec bv[KWT][NRV];
 #pragma GCC unroll 8
-            for (int t = 0; t < KWT; ++t) bv[t] = S::load(b[t] + k * b_row_stride);
+            for (int t = 0; t < KWT; ++t)
+#pragma GCC unroll 4
+                for (int q = 0; q < NRV; ++q) bv[t][q] = S::load(b[t] + k * b_row_stride + q * S::V);
 #pragma GCC unroll 64
             for (int e = 0; e < E; ++e) {
                 const vec av = S::set1(a[e * a_pixel_stride + k]);
 #pragma GCC unroll 8
                 for (int t = 0; t < KWT; ++t) {
                     const int p = e - (KWT - 1 - t) * DSTEP;
-                    if (p >= 0 && p < MR) acc[p] = S::fma(av, bv[t], acc[p]);
+                    if (p >= 0 && p < MR)
+#pragma GCC unroll 4
+                        for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[t][q], acc[p][q]);
                 }
             }
         }
     }
     for (int p = 0; p < MR; ++p)
-        if (p < n_pixels) S::store(out + p * out_pixel_stride, acc[p]);
+        if (p < n_pixels)
+#pragma GCC unroll 4
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
 }
 
-// The fused tile for this (taps per row, window step, pixels left), or nullptr.
+// The fused tile for this (taps per row, window step, pixels left, vectors), or nullptr.
 template <class T>
 using FusedTile = void (*)(const T* const*, const T* const*, idx, idx, idx, idx, T*, idx, idx);
 
-template <class T>
+template <class T, int NRV>
 static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
 #if ISA_FUSED
-    constexpr int MR = ISA_MR_FUSED, HALF = (ISA_MR_FUSED + 1) / 2;
+    constexpr int MR = NRV == 1 ? ISA_MR_FUSED : ISA_MR_FUSED2, HALF = (MR + 1) / 2;
     const bool full = rest > HALF;
     *shape = full ? MR : HALF;
 #define CVZ_FUSED(k, d) \
-    if (kwt == k && dstep == d) return full ? &input_grad_tile_fused<T, MR, k, d> : &input_grad_tile_fused<T, HALF, k, d>;
-    CVZ_FUSED(3, 1) CVZ_FUSED(3, 2) CVZ_FUSED(5, 1) CVZ_FUSED(5, 2) CVZ_FUSED(7, 1) CVZ_FUSED(7, 2)
+    if (kwt == k && dstep == d) \
+        return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>;
+    CVZ_FUSED(3, 1) CVZ_FUSED(3, 2)
+    if (NRV == 1) {
+        CVZ_FUSED(5, 1) CVZ_FUSED(5, 2) CVZ_FUSED(7, 1) CVZ_FUSED(7, 2)
+    }
 #undef CVZ_FUSED
 #endif
     (void)kwt; (void)dstep; (void)rest; (void)shape;
@@ -472,27 +484,24 @@ static void input_grad_row_pass(const InputGradArgs* a, const InputGradScratch<T
     }
 }
 
-// One phase r and one narrow channel block c0 of an input row, with fused tiles:
-// each tile reads, per kernel row, one dy window of shape + (kwt-1)*dstep pixels
-// (in place, or staged zero-padded at the edges).
-template <class T>
-static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c0,
-                                 idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base, idx out_pixel,
-                                 idx out_group) {
+// One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors,
+// with fused tiles: each tile reads, per kernel row, one dy window of
+// shape + (kwt-1)*dstep pixels (in place, or staged zero-padded at the edges),
+// shared by all its channel blocks.
+template <class T, int NRV>
+static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
+                                 idx c_end, idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base,
+                                 idx out_pixel, idx out_group) {
+    typedef Simd<T> S;
     const T* dy = (const T*)a->dy;
     const T* packed = (const T*)a->packed;
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
-    for (idx slot = 0; slot < n_slots; ++slot)
-        for (idx i = 0; i < kwt; ++i) {
-            const idx t = slot * kwt + i;
-            s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
-        }
     idx j0 = 0;
     while (j0 < n_pix) {
         idx shape = 0;
-        const FusedTile<T> tile = input_grad_fused_for<T>(kwt, dstep, n_pix - j0, &shape);
+        const FusedTile<T> tile = input_grad_fused_for<T, NRV>(kwt, dstep, n_pix - j0, &shape);
         const idx window = shape + (kwt - 1) * dstep;
         idx a_stride = Cout;
         for (idx slot = 0; slot < n_slots; ++slot) {
@@ -523,8 +532,15 @@ static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<
             s.a_ptrs[slot] = st;
         }
         const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
-        T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-        tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
+        for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
+            for (idx slot = 0; slot < n_slots; ++slot)
+                for (idx i = 0; i < kwt; ++i) {
+                    const idx t = slot * kwt + i;
+                    s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
+                }
+            T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
+            tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
+        }
         j0 += np;
     }
 }
@@ -618,14 +634,19 @@ static void input_grad_row(const InputGradArgs* a, idx row, void* raw_scratch) {
             // tiles, so each tile's dy pointers (and edge copies) serve them all;
             // then the narrow remainder (1 vector), fused when its taps allow.
             const idx wide_end = cin_g_pad / (2 * S::V) * (2 * S::V);
-            if (wide_end > 0)
-                input_grad_row_pass<T, ISA_MR2, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base, out_pixel,
-                                                   out_group);
+            idx fused_shape = 0;
+            if (wide_end > 0) {
+                if (fusable && input_grad_fused_for<T, 2>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                    input_grad_row_fused<T, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
+                                               out_pixel, out_group);
+                else
+                    input_grad_row_pass<T, ISA_MR2, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base,
+                                                       out_pixel, out_group);
+            }
             if (wide_end < cin_g_pad) {
-                idx fused_shape = 0;
-                if (fusable && input_grad_fused_for<T>(kwt, dstep, n_pix, &fused_shape) != nullptr)
-                    input_grad_row_fused<T>(a, s, n, g, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
-                                            out_pixel, out_group);
+                if (fusable && input_grad_fused_for<T, 1>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                    input_grad_row_fused<T, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_slots, kwt, dstep,
+                                               out_base, out_pixel, out_group);
                 else
                     input_grad_row_pass<T, ISA_MR1, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_taps, out_base,
                                                        out_pixel, out_group);

@@ -134,9 +134,11 @@ struct Simd<double> {
 #define ISA_TW3 4
 #define ISA_FUSED 1
 #define ISA_MR_FUSED 8
+#define ISA_MR_FUSED2 4
 #include "cvz_body.hpp"
 #undef ISA_FUSED
 #undef ISA_MR_FUSED
+#undef ISA_MR_FUSED2
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS
@@ -231,9 +233,11 @@ struct Simd<double> {
 #define ISA_TW5 4
 #define ISA_FUSED 1
 #define ISA_MR_FUSED 16
+#define ISA_MR_FUSED2 8
 #include "cvz_body.hpp"
 #undef ISA_FUSED
 #undef ISA_MR_FUSED
+#undef ISA_MR_FUSED2
 #undef ISA_MR2
 #undef ISA_MR1
 #undef ISA_TAPS

@@ -200,19 +200,32 @@ def torch_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
 # -- timing ------------------------------------------------------------------------
 def _interleaved_medians(calls: dict[str, Callable[[], Any]], min_seconds: float, min_rounds: int,
                          max_rounds: int) -> dict[str, float]:
+    """Median seconds per call of each implementation, measured in rotating blocks.
+
+    Each round gives every implementation one untimed call and then a few timed
+    ones.  Rotating keeps slow drift of a shared machine fair to all; the untimed
+    call absorbs the other framework's worker threads, which keep spinning for a
+    while after their own parallel region and would otherwise slow the first
+    call that follows them.
+    """
     times: dict[str, list[float]] = {name: [] for name in calls}
-    for call in calls.values():  # warm-up
+    per_block: dict[str, int] = {}
+    for name, call in calls.items():  # warm-up, and calls per block (~20 ms of work)
         call()
+        start = time.perf_counter()
         call()
+        per_block[name] = max(1, min(20, int(0.02 / max(time.perf_counter() - start, 1e-6))))
     spent = 0.0
     rounds = 0
     while rounds < max_rounds and (rounds < min_rounds or spent < min_seconds):
         for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            elapsed = time.perf_counter() - start
-            times[name].append(elapsed)
-            spent += elapsed
+            call()  # untimed: lets the previous implementation's threads go quiet
+            for _ in range(per_block[name]):
+                start = time.perf_counter()
+                call()
+                elapsed = time.perf_counter() - start
+                times[name].append(elapsed)
+                spent += elapsed
         rounds += 1
     return {name: statistics.median(values) for name, values in times.items()}
 
@@ -284,7 +297,7 @@ def machine_description() -> dict[str, Any]:
 
 
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
-        min_seconds: float = 0.3, min_rounds: int = 15, max_rounds: int = 400, scaling: bool = True,
+        min_seconds: float = 0.5, min_rounds: int = 6, max_rounds: int = 200, scaling: bool = True,
         seed: int = 0, progress: Callable[[str], None] | None = None) -> tuple[list[Result], dict[str, Any]]:
     """Time every case; returns the results and a description of the run."""
     peer_status = _load_peers(list(peers), threads)
@@ -369,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown case(s) {sorted(unknown)}; choose from {sorted({c.name for c in CASES})}")
     cases = [c for c in CASES if not wanted or c.name in wanted]
     peers = () if args.no_peers else ("tensorflow", "torch")
-    rounds = dict(min_seconds=0.05, min_rounds=5, max_rounds=50) if args.quick else {}
+    rounds = dict(min_seconds=0.02, min_rounds=2, max_rounds=10) if args.quick else {}
     results, info = run(cases, threads=args.threads, peers=peers,
                         progress=lambda label: print(f"  timing {label} ...", file=sys.stderr), **rounds)
     machine = info["machine"]
