@@ -107,7 +107,7 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
                     cvz_filter_grad_block(&a, isa, f64, b, scratch, first, last)
                 cvz_filter_grad_merge(&a, isa, f64, 0, taps)
             else:
-                for b in prange(n_blocks, num_threads=threads, schedule="dynamic"):
+                for b in prange(n_blocks, num_threads=threads, schedule="static"):
                     cvz_filter_grad_block(&a, isa, f64, b, scratch + threadid() * scratch_bytes, first, last)
                 for tap in prange(taps, num_threads=threads, schedule="static"):
                     cvz_filter_grad_merge(&a, isa, f64, tap, tap + 1)
