@@ -1,0 +1,242 @@
+"""The visualization layer: every view is built, labelled, and shows the kernels' own numbers."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib import animation  # noqa: E402
+from PIL import Image  # noqa: E402
+
+import convviz  # noqa: E402
+from convviz import viz  # noqa: E402
+from convviz.viz import views  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _image_data(ax) -> np.ndarray:
+    """The array shown by the last image of an Axes."""
+    return np.ma.filled(np.ma.asarray(ax.images[-1].get_array()), 0.0)
+
+
+# -- Setup ---------------------------------------------------------------------------
+def test_setup_numbers_are_deterministic_and_exact():
+    s = viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME", seed=3)
+    np.testing.assert_array_equal(s.filter(), viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME",
+                                                        seed=3).filter())
+    assert set(np.unique(s.filter())) <= {-2.0, -1.0, 1.0, 2.0, 3.0}
+    dx = s.input_gradient()
+    expected = convviz.reference.conv2d_backprop_input([1, 6, 6, 1], s.filter(), s.out_backprop(),
+                                                       [1, 2, 2, 1], "SAME")
+    np.testing.assert_array_equal(dx, expected)  # integers: exact in float64
+    assert s.replace(data_format="NCHW").input_gradient().shape == (1, 1, 6, 6)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(input_hw=2, kernel_hw=5), "no window fits"),
+    (dict(strides=0), "strides must be at least 1"),
+    (dict(padding="FULL"), "padding must be one of"),
+    (dict(padding="EXPLICIT", pads=(1, 1, -1, 0)), "pads must be at least 0"),
+    (dict(in_channels=0), "in_channels must be at least 1"),
+])
+def test_setup_refuses_what_is_not_a_convolution(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        viz.Setup(**kwargs)
+
+
+def test_setup_type_errors():
+    with pytest.raises(TypeError, match="kernel_hw"):
+        viz.Setup(kernel_hw="3")
+    with pytest.raises(TypeError, match="pads"):
+        viz.Setup(padding="EXPLICIT", pads=(1, 1))
+
+
+# -- scatter -------------------------------------------------------------------------
+@pytest.mark.parametrize("setup, cell", [
+    (viz.Setup(input_hw=6, kernel_hw=3, padding="SAME"), (0, 0)),
+    (viz.Setup(input_hw=7, kernel_hw=3, strides=2, dilations=2, padding="SAME"), (1, 2)),
+    (viz.Setup(input_hw=6, kernel_hw=(2, 3), padding="EXPLICIT", pads=(2, 0, 1, 3)), (0, 5)),
+    (viz.Setup(input_hw=6, kernel_hw=3, padding="SAME", data_format="NCHW", in_channels=2, out_channels=3), (2, 2)),
+])
+def test_scatter_shows_one_cell_through_every_tap(setup, cell):
+    fig = viz.scatter(setup, cell, in_channel=1 if setup.in_channels > 1 else 0,
+                      out_channel=2 if setup.out_channels > 2 else 0)
+    ax_dy, ax_w, ax_dx = fig.axes[:3]
+    assert ax_dy.get_title().startswith("output gradient dL/dy") and ax_w.get_title().startswith("kernel W")
+    assert ax_dx.get_xlabel() == "input column" and setup.describe() in fig.get_suptitle()
+    # What the panel shows is W[kh, kw] * dy[cell] at each tap's input cell -- by the geometry...
+    g = setup.geometry
+    ci, co = (1, 2) if setup.in_channels > 1 else (0, 0)
+    dy = setup.plane(setup.out_backprop(), 0, co)[cell]
+    expected = np.zeros(g.input_hw)
+    lost = 0
+    for kh in range(g.kernel_hw[0]):
+        for kw in range(g.kernel_hw[1]):
+            i, j = g.input_cell(cell, (kh, kw))
+            if g.is_padding((i, j)):
+                lost += 1
+            else:
+                expected[i, j] += setup.filter()[kh, kw, ci, co] * dy
+    np.testing.assert_array_equal(_image_data(ax_dx), expected)
+    # ... and the same as the kernel's input gradient of a one-hot dL/dy.
+    one = np.zeros_like(setup.out_backprop())
+    index = (0, *cell, co) if setup.data_format == "NHWC" else (0, co, *cell)
+    one[index] = dy
+    np.testing.assert_array_equal(
+        setup.plane(setup.input_gradient(one), 0, ci), expected)
+    crosses = [line for line in ax_dx.lines if line.get_marker() == "x"]
+    assert len(crosses) == lost
+
+
+def test_scatter_on_given_axes_and_bad_cell():
+    fig, ax = plt.subplots()
+    assert viz.scatter(viz.Setup(), (0, 0), ax=ax, colorbar=False) is fig
+    assert len(fig.axes) == 1
+    with pytest.raises(ValueError, match="outside"):
+        viz.scatter(viz.Setup(input_hw=5, kernel_hw=3), (3, 0))
+
+
+# -- coverage --------------------------------------------------------------------------
+@pytest.mark.parametrize("setup, words, zero_rows", [
+    (viz.Setup(input_hw=8, kernel_hw=3, strides=2), "checkerboard", [7]),
+    (viz.Setup(input_hw=10, kernel_hw=4, strides=2, padding="SAME"), "even overlap", []),
+    (viz.Setup(input_hw=11, kernel_hw=3, strides=2, dilations=2), "gridding", [1, 3, 5, 7, 9]),
+    (viz.Setup(input_hw=9, kernel_hw=2, strides=4), "skipped", [2, 3, 6, 7, 8]),
+])
+def test_coverage_counts_and_patterns(setup, words, zero_rows):
+    fig = viz.coverage(setup)
+    ax = fig.axes[0]
+    shown = _image_data(ax)
+    np.testing.assert_array_equal(shown, setup.geometry.coverage())
+    assert words in fig.get_suptitle()
+    assert list(setup.geometry.zero_gradient_rows()) == zero_rows
+    if zero_rows:
+        assert f"rows {zero_rows}" in ax.get_title()
+        assert (shown[zero_rows] == 0).all()
+    assert ax.get_ylabel() == "input row"
+
+
+def test_coverage_is_the_input_gradient_of_ones():
+    s = viz.Setup(input_hw=(7, 9), kernel_hw=(3, 2), strides=(2, 3), dilations=(2, 1), padding="SAME")
+    ones = convviz.conv2d_backprop_input([1, 7, 9, 1], np.ones((3, 2, 1, 1)), np.ones((1, *s.geometry.output_hw, 1)),
+                                         [1, 2, 3, 1], "SAME", dilations=[1, 2, 1, 1])
+    np.testing.assert_array_equal(_image_data(viz.coverage(s).axes[0]), ones[0, :, :, 0])
+
+
+# -- scatter vs gather -----------------------------------------------------------------
+@given(h=st.integers(2, 9), w=st.integers(2, 9), k=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 3), dw=st.integers(1, 2), padding=st.sampled_from(["SAME", "VALID", "EXPLICIT"]),
+       pads=st.tuples(*[st.integers(0, 5)] * 4))
+def test_gather_equals_scatter(h, w, k, sh, sw, dh, dw, padding, pads):
+    try:
+        s = viz.Setup(input_hw=(h, w), kernel_hw=k, strides=(sh, sw), dilations=(dh, dw), padding=padding, pads=pads)
+    except ValueError:
+        return  # no window fits
+    steps = views.gather_steps(s)
+    np.testing.assert_array_equal(steps["result"], s.plane(s.input_gradient()))
+
+
+def test_scatter_vs_gather_figure():
+    s = viz.Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")
+    fig = viz.scatter_vs_gather(s)
+    assert "max |scatter - gather| = 0" in fig.get_suptitle()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("flipped 180" in t for t in titles) and any(t.startswith("7. gather") for t in titles)
+    flipped_ax = next(ax for ax in fig.axes if "flipped" in ax.get_title())
+    first_label = next(t.get_text() for t in flipped_ax.texts)
+    assert first_label.startswith("i")  # tap i (bottom right) is now at the top left
+
+
+# -- depthwise -------------------------------------------------------------------------
+@pytest.mark.parametrize("setup, tap, channel, multiplier", [
+    (viz.Setup(input_hw=8, kernel_hw=3, strides=2, padding="SAME"), (0, 1), 0, 0),
+    (viz.Setup(input_hw=7, kernel_hw=3, padding="SAME", in_channels=2, multiplier=2, data_format="NCHW"),
+     (1, 1), 1, 1),
+    (viz.Setup(input_hw=9, kernel_hw=3, dilations=2, strides=2), (2, 2), 0, 0),
+])
+def test_depthwise_view(setup, tap, channel, multiplier):
+    fig = viz.depthwise(setup, tap, channel=channel, multiplier=multiplier)
+    dw = setup.filter_gradient()[:, :, channel, multiplier]
+    ax_w = fig.axes[3]
+    np.testing.assert_array_equal(_image_data(ax_w), dw)
+    products = _image_data(fig.axes[2])
+    assert products.sum() == dw[tap]
+    assert f"dW[{tap[0]}, {tap[1]}] = {dw[tap]:g}" in ax_w.get_title()
+    with pytest.raises(ValueError):
+        viz.depthwise(setup, (5, 5))
+
+
+# -- card and layouts ------------------------------------------------------------------
+def test_card_fills_in_the_formulas():
+    s = viz.Setup(input_hw=8, kernel_hw=3, strides=3, padding="SAME")
+    text = views.card_text(s)
+    assert "out = ceil(8 / 3) = 3" in text and "need = max(0, (3 - 1) * 3 + 3 - 8) = 1" in text
+    assert "before = need // 2 = 0, after = need - before = 1" in text
+    valid = views.card_text(viz.Setup(input_hw=8, kernel_hw=3, strides=3))
+    assert "out = (8 + 0 + 0 - 3) // 3 + 1 = 2" in valid and "no gradient: [6, 7]" in valid
+    assert viz.card(s).axes[0].texts[0].get_text() == text
+
+
+def test_nhwc_and_nchw_give_the_same_picture():
+    from convviz.viz.gallery import layouts
+
+    fig = layouts(viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME"))
+    a, b = (_image_data(ax) for ax in fig.axes[:2])
+    np.testing.assert_array_equal(a, b)
+    assert "max |NHWC - NCHW| = 0" in fig.get_suptitle()
+
+
+# -- animations --------------------------------------------------------------------------
+def test_input_gradient_animation(tmp_path):
+    s = viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME")
+    anim = viz.animate_input_gradient(s)
+    cells = s.geometry.output_hw[0] * s.geometry.output_hw[1]
+    assert anim._save_count == cells + 1
+    np.testing.assert_array_equal(anim.final_frame, s.plane(s.input_gradient()))
+    path = viz.save(anim, tmp_path / "dx.gif", progress=False)
+    with Image.open(path) as gif:
+        assert gif.n_frames == cells + 1
+
+
+def test_filter_gradient_animation_and_html(tmp_path, capsys):
+    s = viz.Setup(input_hw=6, kernel_hw=(2, 3), strides=2, padding="SAME")
+    anim = viz.animate_filter_gradient(s)
+    assert anim._save_count == 2 * 3 + 1
+    np.testing.assert_array_equal(anim.final_frame, s.filter_gradient()[:, :, 0, 0])
+    path = viz.save(anim, tmp_path / "dw.html")
+    html = path.read_text()
+    assert "data:image/png;base64" in html and "<script" in html  # frames embedded, controls included
+    assert "frame 7/7" in capsys.readouterr().err  # progress was reported
+
+
+def test_save_formats(tmp_path):
+    anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
+    with pytest.raises(ValueError, match="unknown animation format"):
+        viz.save(anim, tmp_path / "a.avi", progress=False)
+    if animation.writers.is_available("ffmpeg"):
+        assert viz.save(anim, tmp_path / "a.mp4", progress=False).stat().st_size > 0
+    else:
+        with pytest.raises(RuntimeError, match="ffmpeg"):
+            viz.save(anim, tmp_path / "a.mp4", progress=False)
+    assert viz.save(anim, tmp_path / "a.gif", progress=False).exists()
+
+
+def test_figures_use_colour_blind_safe_maps():
+    s = viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME")
+    figures = [viz.scatter(s), viz.coverage(s), viz.scatter_vs_gather(s), viz.depthwise(s)]
+    names = {image.get_cmap().name for fig in figures for ax in fig.axes for image in ax.images}
+    assert names <= {"PuOr", "cividis", "Greys"}
+    for fig in figures:  # no red/green pair anywhere
+        colors = {c for ax in fig.axes for line in ax.lines for c in [line.get_color()]}
+        assert not ({"red", "green", "r", "g"} & colors)
