@@ -132,13 +132,17 @@ def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, m
     style.draw_grid(ax_dy, dy, style.SIGNED_CMAP, style.signed_norm(dy))
     _labels(ax_dy, "output gradient dL/dy", "output")
     filled = np.ma.masked_all(dw.shape)
-    w_image = ax_w.imshow(filled, cmap=style.SIGNED_CMAP, norm=style.signed_norm(dw), interpolation="nearest",
+    w_norm = style.signed_norm(dw)
+    w_image = ax_w.imshow(filled, cmap=style.SIGNED_CMAP, norm=w_norm, interpolation="nearest",
                           extent=(-0.5, kw_n - 0.5, kh_n - 0.5, -0.5))
+    rgba = w_image.cmap(w_norm(dw))
+    ink = np.where(0.299 * rgba[..., 0] + 0.587 * rgba[..., 1] + 0.114 * rgba[..., 2] > 0.5, "black", "white")
     style.grid_lines(ax_w, kh_n, kw_n)
     ax_w.set_xlim(-0.5, kw_n - 0.5)
     ax_w.set_ylim(kh_n - 0.5, -0.5)
     _labels(ax_w, "dW so far", "tap")
-    texts = [[ax_w.text(j, i, "", ha="center", va="center", fontsize=8) for j in range(kw_n)] for i in range(kh_n)]
+    texts = [[ax_w.text(j, i, "", ha="center", va="center", fontsize=8, color=ink[i, j]) for j in range(kw_n)]
+             for i in range(kh_n)]
     tap_box = style.outline(ax_w, 0, 0, 1, 1, color=style.ORANGE, linewidth=3)
     lattice = ax_x.scatter([], [], s=120, marker="s", facecolors="none", edgecolors=style.BLUE, linewidths=2,
                            zorder=5)
