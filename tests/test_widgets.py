@@ -97,3 +97,24 @@ def test_widget_tree_and_explore():
     assert ex.output in tree.children or ex.figure.canvas in tree.children
     assert ex.last_update_seconds > 0
     plt.close("all")
+
+
+def test_ipympl_canvas_mode():
+    """With ipympl (%matplotlib widget) the figure's own canvas widget is shown and redrawn in place."""
+    pytest.importorskip("ipympl")
+    import subprocess
+    import sys
+
+    code = (
+        "import matplotlib; matplotlib.use('module://ipympl.backend_nbagg')\n"
+        "from convviz.widgets import Explorer\n"
+        "ex = Explorer(input_size=8)\n"
+        "assert ex.canvas_mode and type(ex.figure.canvas).__name__ == 'Canvas'\n"
+        "ex.controls['stride_h'].value = 1\n"
+        "assert ex.setup.geometry.output_hw == (8, 4)\n"
+        "assert ex.widget.children[-1] is ex.figure.canvas\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
