@@ -1,14 +1,18 @@
 """The ``convviz`` command.
 
-``convviz gallery --out DIR`` draws the gallery; ``convviz bench`` times
-convviz against TensorFlow and PyTorch (see :mod:`convviz.bench`);
-``convviz version`` prints what this build is.
+``convviz demo --out DIR`` shows the main job: an animation of the input
+gradient, a coverage figure and an interactive HTML page, written to DIR.
+``convviz explain`` prints the geometry of a convolution (output size, pad
+split, rows with no gradient, an ASCII coverage map).  ``convviz gallery --out
+DIR`` draws the gallery; ``convviz bench`` times convviz against TensorFlow and
+PyTorch (see :mod:`convviz.bench`); ``convviz version`` prints what this build is.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,8 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="convviz", description="Compute and show the gradients of 2-D convolution.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("bench", help="time convviz against TensorFlow and PyTorch", add_help=False)
+    sub.add_parser("demo", help="write an animation, a coverage figure and an interactive page", add_help=False)
+    sub.add_parser("explain", help="print the geometry of a convolution", add_help=False)
     sub.add_parser("gallery", help="draw the gallery of figures and animations into a folder", add_help=False)
+    sub.add_parser("bench", help="time convviz against TensorFlow and PyTorch", add_help=False)
     sub.add_parser("version", help="print the version, OpenMP and SIMD facts of this build")
     if not argv:
         parser.print_help()
@@ -37,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         return bench.main(argv[1:])
     if args.command == "gallery":
         return _gallery(argv[1:])
+    if args.command == "demo":
+        return _demo(argv[1:])
+    if args.command == "explain":
+        return _explain(argv[1:])
     if args.command == "version":
         if argv[1:]:
             parser.error(f"'version' takes no arguments, got {' '.join(argv[1:])}")
@@ -46,6 +56,146 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser.error(f"unknown command {argv[0]!r}")
     return 2
+
+
+def _pair(text: str) -> tuple[int, int]:
+    """argparse type: ``8`` or ``8,10`` (rows, columns)."""
+    parts = text.replace("x", ",").split(",")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or two ints like 8,10, got {text!r}") from None
+    if len(values) == 1:
+        values *= 2
+    if len(values) != 2:
+        raise argparse.ArgumentTypeError(f"expected one or two values, got {text!r}")
+    return values[0], values[1]
+
+
+def _pads(text: str) -> tuple[int, int, int, int]:
+    try:
+        values = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 4 ints top,bottom,left,right, got {text!r}") from None
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"expected 4 ints top,bottom,left,right, got {text!r}")
+    return values  # type: ignore[return-value]
+
+
+def _geometry_arguments(parser: argparse.ArgumentParser, *, input_default: str, kernel_default: str,
+                        stride_default: str, padding_default: str) -> None:
+    parser.add_argument("--input", type=_pair, default=_pair(input_default), metavar="H[,W]",
+                        help=f"input size (default {input_default})")
+    parser.add_argument("--kernel", type=_pair, default=_pair(kernel_default), metavar="KH[,KW]",
+                        help=f"kernel size (default {kernel_default})")
+    parser.add_argument("--stride", type=_pair, default=_pair(stride_default), metavar="S[,S]",
+                        help=f"stride (default {stride_default})")
+    parser.add_argument("--dilation", type=_pair, default=(1, 1), metavar="D[,D]", help="dilation (default 1)")
+    parser.add_argument("--padding", default=padding_default, type=str.upper, choices=["SAME", "VALID", "EXPLICIT"],
+                        help=f"padding mode (default {padding_default})")
+    parser.add_argument("--pads", type=_pads, default=None, metavar="T,B,L,R",
+                        help="explicit padding (top,bottom,left,right); implies --padding EXPLICIT")
+
+
+def _setup_from(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    from .viz import Setup
+
+    padding = "EXPLICIT" if args.pads is not None else args.padding
+    if padding == "EXPLICIT" and args.pads is None:
+        parser.error("--padding EXPLICIT needs --pads T,B,L,R")
+    try:
+        return Setup(input_hw=args.input, kernel_hw=args.kernel, strides=args.stride, dilations=args.dilation,
+                     padding=padding, pads=args.pads or (0, 0, 0, 0))
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
+
+
+def ascii_coverage(geometry) -> str:
+    """The coverage map as text: counts (``+`` for 10 or more), rows and columns with no gradient marked.
+
+    Examples
+    --------
+    >>> from convviz import ConvGeometry
+    >>> from convviz.cli import ascii_coverage
+    >>> g = ConvGeometry.build(batch=1, input_hw=(5, 5), in_channels=1, out_channels=1, kernel_hw=(3, 3),
+    ...                        strides=(3, 3), dilations=(1, 1), padding="VALID")
+    >>> print(ascii_coverage(g))
+    1 1 1 . .
+    1 1 1 . .
+    1 1 1 . .
+    . . . . .  <- no gradient
+    . . . . .  <- no gradient
+    ^ ^ = columns with no gradient: [3, 4]
+    """
+    counts = geometry.coverage()
+    zero_rows = set(int(r) for r in geometry.zero_gradient_rows())
+    zero_cols = [int(c) for c in geometry.zero_gradient_cols()]
+    lines = []
+    for i, row in enumerate(counts):
+        cells = " ".join("." if v == 0 else ("+" if v >= 10 else str(int(v))) for v in row)
+        lines.append(cells + ("  <- no gradient" if i in zero_rows else ""))
+    if zero_cols:
+        lines.append(f"^ ^ = columns with no gradient: {zero_cols}")
+    return "\n".join(lines)
+
+
+def _explain(argv: list[str]) -> int:
+    from .viz.views import card_text
+
+    parser = argparse.ArgumentParser(
+        prog="convviz explain",
+        description="Print the geometry of a 2-D convolution: output size, pad split, rows and columns "
+                    "that get no gradient, and an ASCII map of how many taps reach each input cell.")
+    _geometry_arguments(parser, input_default="8", kernel_default="3", stride_default="1", padding_default="VALID")
+    args = parser.parse_args(argv)
+    setup = _setup_from(parser, args)
+    g = setup.geometry
+    print(card_text(setup))
+    print(f"\noutput size: {g.output_hw[0]} x {g.output_hw[1]}")
+    top, bottom, left, right = g.pads
+    print(f"padding: top {top}, bottom {bottom}, left {left}, right {right}")
+    print("\ncoverage (taps reaching each input cell; '.' = no gradient):")
+    print(ascii_coverage(g))
+    return 0
+
+
+def _demo(argv: list[str]) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .viz import animate_input_gradient, coverage, save, scatter
+
+    parser = argparse.ArgumentParser(
+        prog="convviz demo",
+        description="Show convviz's main job: the gradient of a strided convolution with respect to its input. "
+                    "Writes an animation (GIF), a coverage figure and a scatter figure (PNG), and a standalone "
+                    "HTML page with the interactive animation, and prints what it wrote.")
+    parser.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    _geometry_arguments(parser, input_default="7", kernel_default="3", stride_default="2", padding_default="SAME")
+    args = parser.parse_args(argv)
+    setup = _setup_from(parser, args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    fig = coverage(setup)
+    fig.savefig(out / "coverage.png", dpi=90)
+    plt.close(fig)
+    written.append((out / "coverage.png", "how many taps reach each input cell; rows with no gradient marked"))
+    g = setup.geometry
+    fig = scatter(setup, (g.output_hw[0] // 2, g.output_hw[1] // 2))
+    fig.savefig(out / "scatter.png", dpi=90)
+    plt.close(fig)
+    written.append((out / "scatter.png", "one output-gradient cell scattered through every tap"))
+    save(animate_input_gradient(setup), out / "input_gradient.gif", progress=False)
+    written.append((out / "input_gradient.gif", "the input gradient built cell by cell"))
+    save(animate_input_gradient(setup), out / "input_gradient.html", progress=False)
+    written.append((out / "input_gradient.html", "the same animation, interactive (open in a browser)"))
+    print(f"convviz demo - {setup.describe()}")
+    for path, what in written:
+        print(f"  wrote {path} ({path.stat().st_size // 1024} KiB): {what}")
+    return 0
 
 
 def _gallery(argv: list[str]) -> int:
