@@ -36,6 +36,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-dev-shm-usage"]
 
 
+KERNEL_IDLE = """() => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    const kernel = widget && widget.sessionContext && widget.sessionContext.session
+        && widget.sessionContext.session.kernel;
+    return Boolean(kernel) && kernel.status === "idle";
+}"""
+
+
 def _require(condition: bool, reason: str) -> None:
     if not condition:
         if IN_CI:
@@ -103,7 +111,22 @@ def _pixels(data_url: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(payload))).convert("RGB"), dtype=float)
 
 
-def test_explorer_redraws_when_a_slider_moves(jupyterlab):
+@pytest.fixture
+def watchdog():
+    """Fail (instead of hanging CI) if the whole browser session takes over 7 minutes."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("the browser test took more than 420 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(420)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_explorer_redraws_when_a_slider_moves(jupyterlab, watchdog):
     playwright_api = pytest.importorskip("playwright.sync_api") if not IN_CI else __import__(
         "playwright.sync_api", fromlist=["sync_playwright"])
     _require(os.path.exists(CHROMIUM), f"no Chromium at {CHROMIUM} (apt-get install chromium)")
@@ -111,14 +134,20 @@ def test_explorer_redraws_when_a_slider_moves(jupyterlab):
     ARTIFACTS.mkdir(exist_ok=True)
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = None
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             page.goto(f"{url}/lab/tree/explorer.ipynb?token={token}", timeout=120_000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
             page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            # Wait for the kernel, then run every cell.
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            # A fresh JupyterLab may ask which kernel to start: take the notebook's own.
+            try:
+                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=10_000)
+            except playwright_api.TimeoutError:
+                pass
+            page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+            # Run every cell (fire and forget: the command's promise ends when they all have).
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             page.wait_for_selector(".widget-hslider", timeout=120_000)
             page.wait_for_function(
                 "document.querySelectorAll('.jp-OutputArea-output img').length > 0", timeout=120_000)
@@ -140,6 +169,10 @@ def test_explorer_redraws_when_a_slider_moves(jupyterlab):
             page.wait_for_timeout(500)
             after = _figure_src(page)
             page.screenshot(path=str(ARTIFACTS / "explorer_after.png"), full_page=True)
+        except Exception:
+            if page is not None:  # keep what the browser showed, for the CI log reader
+                page.screenshot(path=str(ARTIFACTS / "explorer_failure.png"), full_page=True)
+            raise
         finally:
             browser.close()
     assert before and after, "the explorer showed no figure"
