@@ -19,6 +19,7 @@ Examples
 (1, 4, 4, 1)
 """
 
+from ._backends.cuda import DeviceError
 from ._validate import InvalidArgumentError
 from ._version import __version__
 from ._info import openmp_enabled, show_versions
@@ -29,6 +30,7 @@ from . import compat, geometry, reference
 __all__ = [
     "AxisGeometry",
     "ConvGeometry",
+    "DeviceError",
     "InvalidArgumentError",
     "__version__",
     "compat",

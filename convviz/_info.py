@@ -41,18 +41,9 @@ def _package_version(name: str) -> str | None:
 
 
 def _cupy_info() -> dict[str, Any]:
-    try:
-        import cupy
-    except Exception:
-        return {"cupy": None}
-    info: dict[str, Any] = {"cupy": cupy.__version__}
-    try:
-        info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-        info["cuda_devices"] = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # CuPy installed without a usable device
-        info["cuda_devices"] = 0
-        info["cuda_error"] = str(err)
-    return info
+    from ._backends import cuda
+
+    return cuda.info()
 
 
 def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
@@ -69,7 +60,9 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         With ``as_dict=True``: ``convviz``, ``python``, ``platform``, ``numpy``,
         ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
         ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
-        ``cpu_count`` and ``cupy`` (its version, or None when absent).
+        ``cpu_count``, ``simd`` (the kernel variant in use) and ``cupy`` (its
+        version, or None when absent; with it ``cuda_runtime``, ``cuda_devices``
+        and the ``gpu`` names).
 
     Examples
     --------

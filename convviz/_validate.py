@@ -144,13 +144,8 @@ def as_tensor(
     other operand's dtype), otherwise ``default_float`` for floats and int32 for
     ints.  Strings, bools, objects and complex values are TypeErrors.
     """
-    if hasattr(value, "dtype") and not isinstance(value, np.ndarray):
-        module = type(value).__module__.split(".")[0]
-        if module == "cupy":
-            raise TypeError(
-                f"{op}: {name} is a CuPy array; this build computes on the CPU only, "
-                "pass a NumPy array (cupy.asnumpy)"
-            )
+    if type(value).__module__.split(".")[0] == "cupy":
+        return value  # a GPU array: checked like any other, never copied to the host
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as err:
@@ -226,14 +221,22 @@ def physical_memory_bytes() -> int:
         return 2**40
 
 
-def check_allocation(shape: tuple[int, ...], itemsize: int, what: str, op: str) -> None:
-    """Refuse a result that could not fit in this machine's memory."""
+def device_memory_bytes() -> int:
+    """Bytes of memory on the current CUDA device (used for GPU results)."""
+    import cupy
+
+    return int(cupy.cuda.Device().mem_info[1])
+
+
+def check_allocation(shape: tuple[int, ...], itemsize: int, what: str, op: str, on_gpu: bool = False) -> None:
+    """Refuse a result that could not fit in this machine's (or GPU's) memory."""
     nbytes = prod(shape) * itemsize
-    limit = physical_memory_bytes()
+    limit = device_memory_bytes() if on_gpu else physical_memory_bytes()
     if nbytes > limit:
+        where = "the GPU's memory" if on_gpu else "this machine's memory"
         raise InvalidArgumentError(
             f"{op}: {what} of shape {tuple(shape)} would need {nbytes / 2**30:.3g} GiB, "
-            f"more than this machine's memory ({limit / 2**30:.3g} GiB)"
+            f"more than {where} ({limit / 2**30:.3g} GiB)"
         )
 
 
@@ -345,7 +348,7 @@ class FilterGradCall:
 def validate_conv2d_backprop_input(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "conv2d_backprop_input", default_float: Any = np.float64,
+    op: str = "conv2d_backprop_input", default_float: Any = np.float64, on_gpu: bool = False,
 ) -> InputGradCall:
     # Types first, then values: a dtype error is more fundamental than a shape one.
     filter, out_backprop, dtype = tensor_pair(
@@ -390,14 +393,14 @@ def validate_conv2d_backprop_input(
         groups=groups, data_format=window.data_format,
     )
     _check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
-    check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op)
+    check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op, on_gpu)
     return InputGradCall(geometry, filter, out_backprop, dtype, threads)
 
 
 def validate_depthwise_backprop_filter(
     input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
+    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64, on_gpu: bool = False,
 ) -> FilterGradCall:
     input, out_backprop, dtype = tensor_pair(
         input, "input", out_backprop, op, FILTER_GRAD_DTYPES, default_float)
@@ -426,5 +429,5 @@ def validate_depthwise_backprop_filter(
         explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
     )
     _check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
-    check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op)
+    check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
     return FilterGradCall(geometry, input, out_backprop, dtype, threads)

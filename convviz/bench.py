@@ -124,14 +124,29 @@ def _four(case: Case, value: int) -> list[int]:
     return [1, value, value, 1] if case.data_format == "NHWC" else [1, 1, value, value]
 
 
-def _to_layout(case: Case, array: np.ndarray) -> np.ndarray:
-    return array if case.data_format == "NHWC" else np.ascontiguousarray(array.transpose(0, 3, 1, 2))
+def _to_layout(case: Case, array: Any) -> Any:
+    if case.data_format == "NHWC":
+        return array
+    moved = array.transpose(0, 3, 1, 2)
+    return moved.copy() if hasattr(moved, "device") else np.ascontiguousarray(moved)
 
 
-def convviz_call(case: Case, data: dict[str, np.ndarray], n_threads: int | None) -> Callable[[], Any]:
+def convviz_call(case: Case, data: dict[str, np.ndarray], n_threads: int | None,
+                 device: str = "cpu") -> Callable[[], Any]:
     import convviz
 
     strides, dilations = _four(case, case.stride), _four(case, case.dilation)
+    if device == "gpu":  # the same op on CuPy arrays, timed to completion on the device
+        import cupy as cp
+
+        gpu = {k: cp.asarray(v) for k, v in data.items()}
+        call = convviz_call(case, gpu, None)
+
+        def timed() -> Any:
+            out = call()
+            cp.cuda.runtime.deviceSynchronize()
+            return out
+        return timed
     dy = _to_layout(case, data["dy"])
     if case.op == "bpi":
         sizes = [case.n, case.h, case.w, case.c_in] if case.data_format == "NHWC" else [case.n, case.c_in, case.h, case.w]
@@ -162,7 +177,7 @@ def tensorflow_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any
         data_format=case.data_format, dilations=dilations).numpy()
 
 
-def torch_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
+def torch_call(case: Case, data: dict[str, np.ndarray], device: str = "cpu") -> Callable[[], Any]:
     """PyTorch's native NCHW convolution backward on the same values.
 
     PyTorch pads symmetrically; with SAME's odd extra row it computes on a
@@ -174,27 +189,38 @@ def torch_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
     dtype = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
              "bfloat16": torch.bfloat16}[case.dtype]
 
+    where = "cuda" if device == "gpu" else "cpu"
+
     def tensor(array: np.ndarray) -> Any:
-        t = torch.from_numpy(np.ascontiguousarray(array.transpose(0, 3, 1, 2)).astype(np.float32)).to(dtype)
+        t = torch.from_numpy(np.ascontiguousarray(array.transpose(0, 3, 1, 2)).astype(np.float32)).to(where, dtype)
         return t.contiguous(memory_format=torch.channels_last) if case.data_format == "NHWC" else t
 
     pad = ((case.k - 1) * case.dilation) // 2
     stride, dilation = [case.stride] * 2, [case.dilation] * 2
     dy = tensor(data["dy"])
     if case.op == "bpi":
-        weight = torch.from_numpy(data["filter"].astype(np.float32).transpose(3, 2, 0, 1).copy()).to(dtype)
+        weight = torch.from_numpy(data["filter"].astype(np.float32).transpose(3, 2, 0, 1).copy()).to(where, dtype)
         shape = (case.n, case.c_in, case.h, case.w)
-        x_meta = torch.empty(shape, dtype=dtype)
+        x_meta = torch.empty(shape, dtype=dtype, device=where)
         if case.data_format == "NHWC":
             weight = weight.contiguous(memory_format=torch.channels_last)
             x_meta = x_meta.contiguous(memory_format=torch.channels_last)
-        return lambda: torch.ops.aten.convolution_backward(
+        run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
             dy, x_meta, weight, None, stride, [pad, pad], dilation, False, [0, 0], 1, [True, False, False])[0]
-    x = tensor(data["x"])
-    channels = case.c_in
-    weight = torch.empty((channels * case.c_out_or_mult, 1, case.k, case.k), dtype=dtype)
-    return lambda: torch.ops.aten.convolution_backward(
-        dy, x, weight, None, stride, [pad, pad], dilation, False, [0, 0], channels, [False, True, False])[1]
+    else:
+        x = tensor(data["x"])
+        channels = case.c_in
+        weight = torch.empty((channels * case.c_out_or_mult, 1, case.k, case.k), dtype=dtype, device=where)
+        run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
+            dy, x, weight, None, stride, [pad, pad], dilation, False, [0, 0], channels, [False, True, False])[1]
+    if device != "gpu":
+        return run
+
+    def synchronised() -> Any:
+        out = run()
+        torch.cuda.synchronize()
+        return out
+    return synchronised
 
 
 # -- timing ------------------------------------------------------------------------
@@ -298,8 +324,16 @@ def machine_description() -> dict[str, Any]:
 
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
         min_seconds: float = 0.5, min_rounds: int = 6, max_rounds: int = 200, scaling: bool = True,
-        seed: int = 0, progress: Callable[[str], None] | None = None) -> tuple[list[Result], dict[str, Any]]:
-    """Time every case; returns the results and a description of the run."""
+        seed: int = 0, progress: Callable[[str], None] | None = None,
+        device: str = "cpu") -> tuple[list[Result], dict[str, Any]]:
+    """Time every case; returns the results and a description of the run.
+
+    ``device="gpu"`` times convviz on CuPy against PyTorch on CUDA (cuDNN);
+    TensorFlow (the CPU build) and the 1-thread and memory columns are left out.
+    """
+    if device == "gpu":
+        peers = tuple(p for p in peers if p == "torch")
+        scaling = False
     peer_status = _load_peers(list(peers), threads)
     rng = np.random.default_rng(seed)
     results = []
@@ -308,8 +342,8 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
             progress(case.label)
         data = _data(case, rng)
         result = Result(case)
-        calls: dict[str, Callable[[], Any]] = {"convviz": convviz_call(case, data, threads)}
-        makers = {"tensorflow": tensorflow_call, "torch": torch_call}
+        calls: dict[str, Callable[[], Any]] = {"convviz": convviz_call(case, data, threads, device)}
+        makers = {"tensorflow": tensorflow_call, "torch": lambda c, d: torch_call(c, d, device)}
         for name in peers:
             if peer_status.get(name, "absent").startswith("absent"):
                 result.notes[name] = "not installed"
@@ -325,9 +359,14 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
         medians = _interleaved_medians(calls, min_seconds, min_rounds, max_rounds)
         result.convviz_1thread = medians.pop("convviz_1thread", None)
         result.times = {name: medians.get(name) for name in ["convviz", *peers]}
-        result.extra_bytes, result.output_bytes = _extra_memory(case, data, threads)
+        if device == "cpu":
+            result.extra_bytes, result.output_bytes = _extra_memory(case, data, threads)
         results.append(result)
-    info = {"machine": machine_description(), "threads": threads, "peers": peer_status}
+    info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device}
+    if device == "gpu":
+        from ._backends import cuda
+
+        info["gpu"] = cuda.info()
     return results, info
 
 
@@ -373,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="time convviz alone")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a rough table in seconds)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                        help="gpu: convviz on CuPy against PyTorch on CUDA (needs CuPy and a GPU)")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
@@ -383,11 +424,23 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if not wanted or c.name in wanted]
     peers = () if args.no_peers else ("tensorflow", "torch")
     rounds = dict(min_seconds=0.02, min_rounds=2, max_rounds=10) if args.quick else {}
-    results, info = run(cases, threads=args.threads, peers=peers,
+    if args.device == "gpu":
+        from ._backends import cuda
+
+        try:
+            cuda.require_device("convviz bench")
+        except cuda.DeviceError as err:
+            parser.error(str(err))
+    results, info = run(cases, threads=args.threads, peers=peers, device=args.device,
                         progress=lambda label: print(f"  timing {label} ...", file=sys.stderr), **rounds)
     machine = info["machine"]
-    print(f"\nconvviz {machine['convviz']} ({machine['kernels']} kernels, OpenMP {'on' if machine['openmp'] else 'off'}), "
-          f"{args.threads} threads on {machine['cpu']} ({machine['cores']} cores)")
+    if args.device == "gpu":
+        print(f"\nconvviz {machine['convviz']} on {', '.join(info['gpu'].get('gpu', ['?']))} "
+              f"(CuPy {info['gpu'].get('cupy')}, CUDA runtime {info['gpu'].get('cuda_runtime')})")
+    else:
+        print(f"\nconvviz {machine['convviz']} ({machine['kernels']} kernels, OpenMP "
+              f"{'on' if machine['openmp'] else 'off'}), {args.threads} threads on {machine['cpu']} "
+              f"({machine['cores']} cores)")
     for name, version in info["peers"].items():
         print(f"  {name}: {version}")
     print()

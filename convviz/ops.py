@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from ._backends import cpu
+from ._backends import cpu, cuda
 
 __all__ = ["conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
@@ -26,7 +26,8 @@ def conv2d_backprop_input(
     dilations: IntList = (1, 1, 1, 1),
     *,
     n_threads: int | None = None,
-) -> np.ndarray:
+    device: str | None = None,
+) -> Any:
     """Gradient of conv2d with respect to its input (TensorFlow ``Conv2DBackpropInput``).
 
     Computes ``dL/dx`` for ``y = conv2d(x, filter)`` given ``out_backprop = dL/dy``:
@@ -67,6 +68,12 @@ def conv2d_backprop_input(
     n_threads : int, optional
         Threads to use.  None (default) means OpenMP's default: every core, or
         ``OMP_NUM_THREADS``.  The result is bitwise the same for any value.
+    device : {None, "cpu", "gpu"}, optional
+        Where to compute.  None (default): on the GPU when the arrays are CuPy
+        arrays (the result is then a CuPy array on their device), else on the
+        CPU.  "gpu" moves NumPy inputs to the current CUDA device.  Mixing NumPy
+        and CuPy arrays is a TypeError; "gpu" without CuPy or without a CUDA
+        device raises :class:`convviz.DeviceError`.
 
     Returns
     -------
@@ -126,7 +133,7 @@ def conv2d_backprop_input(
     """
     return run_conv2d_backprop_input(
         input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, n_threads,
+        data_format, dilations, n_threads, device=device,
     )
 
 
@@ -141,7 +148,8 @@ def depthwise_conv2d_native_backprop_filter(
     dilations: IntList = (1, 1, 1, 1),
     *,
     n_threads: int | None = None,
-) -> np.ndarray:
+    device: str | None = None,
+) -> Any:
     """Gradient of depthwise conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
 
     For ``y = depthwise_conv2d(input, filter)`` with filter
@@ -177,6 +185,12 @@ def depthwise_conv2d_native_backprop_filter(
     n_threads : int, optional
         Threads to use; None means OpenMP's default.  The result is bitwise the
         same for any value: partial sums are merged in a fixed order.
+    device : {None, "cpu", "gpu"}, optional
+        Where to compute.  None (default): on the GPU when the arrays are CuPy
+        arrays (the result is then a CuPy array on their device), else on the
+        CPU.  "gpu" moves NumPy inputs to the current CUDA device.  Mixing NumPy
+        and CuPy arrays is a TypeError; "gpu" without CuPy or without a CUDA
+        device raises :class:`convviz.DeviceError`.
 
     Returns
     -------
@@ -219,7 +233,7 @@ def depthwise_conv2d_native_backprop_filter(
     """
     return run_depthwise_conv2d_native_backprop_filter(
         input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, n_threads,
+        data_format, dilations, n_threads, device=device,
     )
 
 
@@ -264,14 +278,39 @@ def _remember(key: tuple | None, plan: Any) -> None:
         _PLANS[key] = plan
 
 
+def select_device(op: str, device: Any, *tensors: Any) -> str:
+    """"cpu" or "gpu" for these tensors and the ``device`` argument (see the ops' docs)."""
+    if device is not None and device not in ("cpu", "gpu", "cuda"):
+        raise _validate.InvalidArgumentError(f"{op}: device must be None, 'cpu' or 'gpu', got {device!r}")
+    on_gpu = [cuda.is_cupy_array(t) for t in tensors]
+    arrays = [hasattr(t, "shape") and hasattr(t, "dtype") for t in tensors]
+    if any(on_gpu) and any(a and not g for a, g in zip(arrays, on_gpu)):
+        raise TypeError(f"{op}: some arrays are CuPy (GPU) arrays and some are not; put them all on the same "
+                        "device (cupy.asarray / cupy.asnumpy)")
+    if device == "cpu" and any(on_gpu):
+        raise TypeError(f"{op}: device='cpu' was asked for, but the arrays are CuPy (GPU) arrays; "
+                        "use device='gpu' (or None), or cupy.asnumpy them")
+    if device in ("gpu", "cuda") or any(on_gpu):
+        cuda.require_device(op)
+        return "gpu"
+    return "cpu"
+
+
 def run_conv2d_backprop_input(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    *, op: str = "conv2d_backprop_input", default_float: Any = np.float64,
-) -> np.ndarray:
+    *, op: str = "conv2d_backprop_input", default_float: Any = np.float64, device: Any = None,
+) -> Any:
     """Validate and run; ``op`` names the caller in error messages and
     ``default_float`` is the dtype Python float lists become (TensorFlow and
     MindSpore use float32)."""
+    if device is not None or not (type(filter) is np.ndarray and type(out_backprop) is np.ndarray):
+        if select_device(op, device, filter, out_backprop) == "gpu":
+            call = _validate.validate_conv2d_backprop_input(
+                input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+                data_format, dilations, n_threads, op=op, default_float=default_float, on_gpu=True,
+            )
+            return cuda.conv2d_backprop_input(call)
     key = _plan_key("bpi", input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
                     data_format, dilations, n_threads)
     plan = _PLANS.get(key) if key is not None else None
@@ -292,8 +331,16 @@ def run_depthwise_conv2d_native_backprop_filter(
     input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
     *, op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
-) -> np.ndarray:
+    device: Any = None,
+) -> Any:
     """Validate and run (see :func:`run_conv2d_backprop_input`)."""
+    if device is not None or not (type(input) is np.ndarray and type(out_backprop) is np.ndarray):
+        if select_device(op, device, input, out_backprop) == "gpu":
+            call = _validate.validate_depthwise_backprop_filter(
+                input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+                data_format, dilations, n_threads, op=op, default_float=default_float, on_gpu=True,
+            )
+            return cuda.depthwise_conv2d_native_backprop_filter(call)
     key = _plan_key("dwf", filter_sizes, input, out_backprop, strides, padding, explicit_paddings,
                     data_format, dilations, n_threads)
     plan = _PLANS.get(key) if key is not None else None

@@ -1,0 +1,129 @@
+"""The CUDA kernels on a real GPU: the CPU tests' cases, run through CuPy.
+
+Skips cleanly without CuPy or without a CUDA device.  Run it on a GPU machine
+with ``python -m pytest tests/test_gpu.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import DTYPES, assert_close_to_reference, random_array, reference_pair_bpi, reference_pair_dwf
+
+import convviz
+from convviz._backends import cuda
+
+cp = cuda.cupy_module()
+try:
+    HAS_GPU = cp is not None and cp.cuda.runtime.getDeviceCount() > 0
+except Exception:  # CuPy without a driver
+    HAS_GPU = False
+pytestmark = pytest.mark.skipif(not HAS_GPU, reason="needs CuPy and a CUDA device")
+
+DATA = Path(__file__).parent / "data"
+
+
+def _bf16_supported() -> bool:
+    try:
+        cp.empty(1, dtype=DTYPES["bfloat16"])
+    except Exception:
+        return False
+    return True
+
+
+def _cases():
+    if not (DATA / "tf_semantics.npz").exists():
+        return []
+    archive = np.load(DATA / "tf_semantics.npz")
+    return json.loads(archive["meta"].tobytes())
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['id']}-{c['op']}-{c['dtype']}")
+def test_oracle_cases_on_the_gpu(case):
+    archive = np.load(DATA / "tf_semantics.npz")
+    i, name = case["id"], case["dtype"]
+    if name == "bfloat16" and not _bf16_supported():
+        pytest.skip("this CuPy has no bfloat16 dtype")
+    dtype = DTYPES[name]
+    window = dict(strides=case["strides"], padding=case["padding"], explicit_paddings=case["explicit_paddings"],
+                  data_format=case["data_format"], dilations=case["dilations"])
+    if case["op"] == "bpi":
+        filt = archive[f"{i}_filter"].astype(dtype)
+        dy = archive[f"{i}_out_backprop"].astype(dtype)
+        got = convviz.conv2d_backprop_input(case["input_sizes"], cp.asarray(filt), cp.asarray(dy), **window)
+        exact, bound = reference_pair_bpi(case["input_sizes"], filt, dy, **window)
+    else:
+        x = archive[f"{i}_input"].astype(dtype)
+        dy = archive[f"{i}_out_backprop"].astype(dtype)
+        got = convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), case["filter_sizes"], cp.asarray(dy),
+                                                              **window)
+        exact, bound = reference_pair_dwf(x, case["filter_sizes"], dy, **window)
+    assert isinstance(got, cp.ndarray)
+    assert_close_to_reference(cp.asnumpy(got), exact, bound, name)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("shape", [(3, 1, 1, 2, 1), (3, 2, 1, 1, 2), (5, 2, 2, 1, 1), (2, 3, 1, 3, 3)])
+def test_input_gradient_matches_the_cpu(dtype, data_format, shape, rng):
+    k, s, d, groups, n = shape
+    g = convviz.ConvGeometry.build(batch=n, input_hw=(11, 9), in_channels=4 * groups, out_channels=3 * groups,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
+                                   groups=groups, data_format=data_format)
+    filt = random_array(rng, g.filter_shape, dtype)
+    dy = random_array(rng, g.output_shape, dtype)
+    four = [1, s, s, 1] if data_format == "NHWC" else [1, 1, s, s]
+    dil = [1, d, d, 1] if data_format == "NHWC" else [1, 1, d, d]
+    kwargs = dict(strides=four, padding="SAME", data_format=data_format, dilations=dil)
+    got = cp.asnumpy(convviz.conv2d_backprop_input(list(g.input_shape), cp.asarray(filt), cp.asarray(dy), **kwargs))
+    exact, bound = reference_pair_bpi(list(g.input_shape), filt, dy, **kwargs)
+    assert_close_to_reference(got, exact, bound, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("shape", [(3, 1, 1, 1), (3, 2, 1, 2), (5, 1, 2, 1), (3, 2, 2, 3)])
+def test_filter_gradient_matches_the_cpu(dtype, data_format, shape, rng):
+    k, s, d, m = shape
+    g = convviz.ConvGeometry.build(batch=3, input_hw=(40, 37), in_channels=5, out_channels=5 * m,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
+                                   depthwise=True, data_format=data_format)
+    x = random_array(rng, g.input_shape, dtype)
+    dy = random_array(rng, g.output_shape, dtype)
+    four = [1, s, s, 1] if data_format == "NHWC" else [1, 1, s, s]
+    dil = [1, d, d, 1] if data_format == "NHWC" else [1, 1, d, d]
+    kwargs = dict(strides=four, padding="SAME", data_format=data_format, dilations=dil)
+    got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [k, k, 5, m], cp.asarray(dy),
+                                                                     **kwargs))
+    exact, bound = reference_pair_dwf(x, [k, k, 5, m], dy, **kwargs)
+    assert_close_to_reference(got, exact, bound, dtype)
+
+
+def test_repeated_runs_are_bitwise_identical(rng):
+    x = cp.asarray(rng.standard_normal((8, 56, 56, 64)).astype(np.float32))
+    dy = cp.asarray(rng.standard_normal((8, 56, 56, 64)).astype(np.float32))
+    first = convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 64, 1], dy, [1] * 4, "SAME")
+    for _ in range(3):
+        again = convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 64, 1], dy, [1] * 4, "SAME")
+        assert cp.array_equal(first.view(cp.uint32), again.view(cp.uint32))
+    f = cp.asarray(rng.standard_normal((3, 3, 64, 64)).astype(np.float32))
+    a = convviz.conv2d_backprop_input([8, 56, 56, 64], f, dy, [1] * 4, "SAME")
+    b = convviz.conv2d_backprop_input([8, 56, 56, 64], f, dy, [1] * 4, "SAME")
+    assert cp.array_equal(a.view(cp.uint32), b.view(cp.uint32))
+
+
+def test_results_stay_on_the_device_and_numpy_inputs_move_there():
+    dx = convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1), np.float32),
+                                       np.ones((1, 4, 4, 1), np.float32), [1] * 4, "SAME", device="gpu")
+    assert isinstance(dx, cp.ndarray) and dx.device.id == cp.cuda.Device().id
+    with pytest.raises(TypeError, match="same device"):
+        convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1), np.float32),
+                                      cp.ones((1, 4, 4, 1), np.float32), [1] * 4, "SAME")
+
+
+def test_show_versions_reports_the_gpu():
+    info = convviz.show_versions(as_dict=True)
+    assert info["cupy"] and info["cuda_devices"] >= 1 and info["gpu"]
