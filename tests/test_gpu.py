@@ -1,14 +1,22 @@
-"""The CUDA kernels on a real GPU: the CPU tests' cases, run through CuPy.
+"""The CUDA kernels, through the GPU backend: the CPU tests' cases, run on "CuPy".
 
-Skips cleanly without CuPy or without a CUDA device.  Run it on a GPU machine
-with ``python -m pytest tests/test_gpu.py``.
+Every test runs twice:
+
+* ``cuda``: real CuPy on a real device; skips cleanly without CuPy or a CUDA device.
+  Run it on a GPU machine with ``python -m pytest tests/test_gpu.py``.
+* ``emulated``: ``cupy_emulator`` stands in for CuPy and runs the same
+  ``cuda_kernels.cu`` compiled as host C++, one GPU thread after another.  This
+  checks the kernels' arithmetic and the backend's parameter and stride packing on
+  any machine with a C++ compiler; it says nothing about speed or NVRTC.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import cupy_emulator
 import numpy as np
 import pytest
 from helpers import DTYPES, assert_close_to_reference, random_array, reference_pair_bpi, reference_pair_dwf
@@ -16,17 +24,36 @@ from helpers import DTYPES, assert_close_to_reference, random_array, reference_p
 import convviz
 from convviz._backends import cuda
 
-cp = cuda.cupy_module()
-try:
-    HAS_GPU = cp is not None and cp.cuda.runtime.getDeviceCount() > 0
-except Exception:  # CuPy without a driver
-    HAS_GPU = False
-pytestmark = pytest.mark.skipif(not HAS_GPU, reason="needs CuPy and a CUDA device")
+
+def _real_gpu() -> bool:
+    real = cuda.cupy_module()
+    try:
+        return real is not None and real.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # CuPy without a driver
+        return False
+
+
+@pytest.fixture(params=["cuda", "emulated"])
+def cp(request, monkeypatch):
+    """The CuPy module the test runs on (installed as ``cupy`` for convviz to find)."""
+    if request.param == "cuda":
+        if not _real_gpu():
+            pytest.skip("needs CuPy and a CUDA device")
+        module = sys.modules["cupy"]
+    else:
+        if cupy_emulator.compiler() is None:
+            pytest.skip("the CuPy emulator needs a C++ compiler")
+        module = cupy_emulator.as_module()
+        monkeypatch.setitem(sys.modules, "cupy", module)
+    cuda._module.cache_clear()  # compiled kernels belong to one CuPy
+    yield module
+    cuda._module.cache_clear()
+
 
 DATA = Path(__file__).parent / "data"
 
 
-def _bf16_supported() -> bool:
+def _bf16_supported(cp) -> bool:
     try:
         cp.empty(1, dtype=DTYPES["bfloat16"])
     except Exception:
@@ -42,10 +69,10 @@ def _cases():
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['id']}-{c['op']}-{c['dtype']}")
-def test_oracle_cases_on_the_gpu(case):
+def test_oracle_cases_on_the_gpu(case, cp):
     archive = np.load(DATA / "tf_semantics.npz")
     i, name = case["id"], case["dtype"]
-    if name == "bfloat16" and not _bf16_supported():
+    if name == "bfloat16" and not _bf16_supported(cp):
         pytest.skip("this CuPy has no bfloat16 dtype")
     dtype = DTYPES[name]
     window = dict(strides=case["strides"], padding=case["padding"], explicit_paddings=case["explicit_paddings"],
@@ -68,7 +95,7 @@ def test_oracle_cases_on_the_gpu(case):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("shape", [(3, 1, 1, 2, 1), (3, 2, 1, 1, 2), (5, 2, 2, 1, 1), (2, 3, 1, 3, 3)])
-def test_input_gradient_matches_the_cpu(dtype, data_format, shape, rng):
+def test_input_gradient_matches_the_cpu(dtype, data_format, shape, rng, cp):
     k, s, d, groups, n = shape
     g = convviz.ConvGeometry.build(batch=n, input_hw=(11, 9), in_channels=4 * groups, out_channels=3 * groups,
                                    kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
@@ -86,7 +113,7 @@ def test_input_gradient_matches_the_cpu(dtype, data_format, shape, rng):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("shape", [(3, 1, 1, 1), (3, 2, 1, 2), (5, 1, 2, 1), (3, 2, 2, 3)])
-def test_filter_gradient_matches_the_cpu(dtype, data_format, shape, rng):
+def test_filter_gradient_matches_the_cpu(dtype, data_format, shape, rng, cp):
     k, s, d, m = shape
     g = convviz.ConvGeometry.build(batch=3, input_hw=(40, 37), in_channels=5, out_channels=5 * m,
                                    kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
@@ -102,7 +129,7 @@ def test_filter_gradient_matches_the_cpu(dtype, data_format, shape, rng):
     assert_close_to_reference(got, exact, bound, dtype)
 
 
-def test_repeated_runs_are_bitwise_identical(rng):
+def test_repeated_runs_are_bitwise_identical(rng, cp):
     x = cp.asarray(rng.standard_normal((8, 56, 56, 64)).astype(np.float32))
     dy = cp.asarray(rng.standard_normal((8, 56, 56, 64)).astype(np.float32))
     first = convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 64, 1], dy, [1] * 4, "SAME")
@@ -115,7 +142,7 @@ def test_repeated_runs_are_bitwise_identical(rng):
     assert cp.array_equal(a.view(cp.uint32), b.view(cp.uint32))
 
 
-def test_results_stay_on_the_device_and_numpy_inputs_move_there():
+def test_results_stay_on_the_device_and_numpy_inputs_move_there(cp):
     dx = convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1), np.float32),
                                        np.ones((1, 4, 4, 1), np.float32), [1] * 4, "SAME", device="gpu")
     assert isinstance(dx, cp.ndarray) and dx.device.id == cp.cuda.Device().id
@@ -124,6 +151,6 @@ def test_results_stay_on_the_device_and_numpy_inputs_move_there():
                                       cp.ones((1, 4, 4, 1), np.float32), [1] * 4, "SAME")
 
 
-def test_show_versions_reports_the_gpu():
+def test_show_versions_reports_the_gpu(cp):
     info = convviz.show_versions(as_dict=True)
     assert info["cupy"] and info["cuda_devices"] >= 1 and info["gpu"]

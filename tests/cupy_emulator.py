@@ -1,0 +1,236 @@
+"""A CPU stand-in for the part of CuPy that convviz's GPU backend uses.
+
+It runs the *real* ``convviz/_backends/cuda_kernels.cu``: the CUDA source is
+compiled as host C++ (a small prelude maps ``__global__``, ``threadIdx`` and
+friends and ``cuda_fp16.h`` onto plain C++), and a "launch" walks the grid and
+block one thread at a time.  The kernels use neither shared memory nor
+barriers, so that serial walk computes what the GPU computes, in the same order;
+the one difference is rounding: NVRTC fuses multiply-adds by default and this
+host build does not (``-ffp-contract=off``), and the tests' error bounds allow
+for either.
+
+"Device" arrays are wrappers around NumPy arrays that, like CuPy arrays, refuse
+implicit conversion to NumPy, so a host round trip in convviz fails loudly.
+What this cannot check: NVRTC-specific compile errors (tests/test_cuda_source.py
+compiles with nvcc where present), races between threads, launch limits, speed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+PRELUDE = r"""
+#include <cstdint>
+#include <cstring>
+#define __global__
+#define __device__
+struct cvz_emulated_dim3 { unsigned x, y, z; };
+static cvz_emulated_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
+"""
+
+# GCC's _Float16 converts with round-to-nearest-even, as __float2half_rn does.
+FP16_HEADER = r"""
+#pragma once
+struct __half { _Float16 value; };
+static inline float __half2float(__half h) { return (float)h.value; }
+static inline __half __float2half_rn(float f) { __half h; h.value = (_Float16)f; return h; }
+"""
+
+LAUNCHERS = r"""
+template <class Body>
+static void cvz_walk(const unsigned* grid, unsigned threads, Body body) {
+    gridDim = {grid[0], grid[1], grid[2]};
+    blockDim = {threads, 1, 1};
+    for (unsigned z = 0; z < grid[2]; ++z)
+        for (unsigned y = 0; y < grid[1]; ++y)
+            for (unsigned x = 0; x < grid[0]; ++x)
+                for (unsigned t = 0; t < threads; ++t) {
+                    blockIdx = {x, y, z};
+                    threadIdx = {t, 0, 0};
+                    body();
+                }
+}
+#define CVZ_S(T) typename IO<T>::storage
+#define CVZ_C(T) typename IO<T>::compute
+#define CVZ_INPUT_GRAD(T) extern "C" void launch_input_grad_##T(const unsigned* g, unsigned b, void** a) { \
+    cvz_walk(g, b, [&] { input_grad<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], (CVZ_S(T)*)a[2], \
+                                       (const i64*)a[3], *(const i64*)a[4]); }); }
+#define CVZ_FILTER_GRAD(T) \
+    extern "C" void launch_filter_grad_partial_##T(const unsigned* g, unsigned b, void** a) { \
+        cvz_walk(g, b, [&] { filter_grad_partial<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], \
+                                                    (CVZ_C(T)*)a[2], (const i64*)a[3]); }); } \
+    extern "C" void launch_filter_grad_merge_##T(const unsigned* g, unsigned b, void** a) { \
+        cvz_walk(g, b, [&] { filter_grad_merge<T>((const CVZ_C(T)*)a[0], (CVZ_S(T)*)a[1], \
+                                                  *(const i64*)a[2], *(const i64*)a[3]); }); }
+CVZ_INPUT_GRAD(0) CVZ_INPUT_GRAD(1) CVZ_INPUT_GRAD(2) CVZ_INPUT_GRAD(3) CVZ_INPUT_GRAD(4)
+CVZ_FILTER_GRAD(0) CVZ_FILTER_GRAD(1) CVZ_FILTER_GRAD(2) CVZ_FILTER_GRAD(3)
+"""
+
+
+def compiler() -> str | None:
+    """The host C++ compiler the emulator needs (GCC 12+ or Clang 15+ for _Float16), or None."""
+    return shutil.which("g++") or shutil.which("clang++")
+
+
+@functools.lru_cache(maxsize=None)
+def _build(code: str) -> ctypes.CDLL:
+    """Compile the kernel source and the launchers into a shared library (once per source)."""
+    work = Path(tempfile.mkdtemp(prefix="convviz-cupy-emulator-"))
+    (work / "cuda_fp16.h").write_text(FP16_HEADER)
+    (work / "prelude.hpp").write_text(PRELUDE)
+    source = work / "kernels.cpp"
+    source.write_text(code + "\n" + LAUNCHERS)
+    library = work / "kernels.so"
+    command = [compiler(), "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC",
+               "-include", str(work / "prelude.hpp"), "-I", str(work), str(source), "-o", str(library)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"the CUDA source does not compile as host C++:\n{result.stderr[-4000:]}")
+    return ctypes.CDLL(str(library))
+
+
+class ndarray:
+    """A "device" array: a NumPy array that refuses implicit conversion, as CuPy arrays do."""
+
+    __module__ = "cupy"
+
+    def __init__(self, host: np.ndarray):
+        self._host = host
+
+    shape = property(lambda self: self._host.shape)
+    dtype = property(lambda self: self._host.dtype)
+    ndim = property(lambda self: self._host.ndim)
+    size = property(lambda self: self._host.size)
+    strides = property(lambda self: self._host.strides)
+    itemsize = property(lambda self: self._host.itemsize)
+    nbytes = property(lambda self: self._host.nbytes)
+    device = property(lambda self: cuda.Device(0))
+
+    def view(self, dtype) -> ndarray:
+        return ndarray(self._host.view(dtype))
+
+    def transpose(self, *axes) -> ndarray:
+        return ndarray(self._host.transpose(*axes))
+
+    def get(self) -> np.ndarray:
+        return self._host.copy()
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct "
+                        "a NumPy array explicitly.")
+
+    def __repr__(self) -> str:
+        return f"emulated cupy array({self._host!r})"
+
+
+def asarray(value, dtype=None) -> ndarray:
+    if isinstance(value, ndarray):
+        return value if dtype is None else ndarray(value._host.astype(dtype))
+    return ndarray(np.array(value, dtype=dtype, copy=True))
+
+
+def asnumpy(value) -> np.ndarray:
+    return value.get() if isinstance(value, ndarray) else np.asarray(value)
+
+
+def empty(shape, dtype=np.float64) -> ndarray:
+    # Filled with a signalling pattern: a kernel that skips an element shows up as NaN/garbage.
+    host = np.empty(shape, dtype=dtype)
+    host.view(np.uint8)[...] = 0xA5
+    return ndarray(host)
+
+
+def zeros(shape, dtype=np.float64) -> ndarray:
+    return ndarray(np.zeros(shape, dtype=dtype))
+
+
+def ones(shape, dtype=np.float64) -> ndarray:
+    return ndarray(np.ones(shape, dtype=dtype))
+
+
+def array_equal(a: ndarray, b: ndarray) -> bool:
+    return bool(np.array_equal(a._host, b._host))
+
+
+class _Function:
+    def __init__(self, symbol):
+        self._symbol = symbol
+
+    def __call__(self, grid, block, args):
+        grid3 = (ctypes.c_uint * 3)(*(tuple(grid) + (1, 1))[:3])
+        keep, pointers = [], []
+        for arg in args:
+            if isinstance(arg, ndarray):
+                pointers.append(arg._host.ctypes.data)
+            elif isinstance(arg, np.integer):
+                scalar = ctypes.c_longlong(int(arg))
+                keep.append(scalar)
+                pointers.append(ctypes.addressof(scalar))
+            else:
+                raise TypeError(f"kernel argument of unexpected type {type(arg).__name__} (CuPy wants arrays "
+                                "and NumPy scalars)")
+        argv = (ctypes.c_void_p * len(pointers))(*pointers)
+        self._symbol(grid3, ctypes.c_uint(block[0]), argv)
+
+
+class RawModule:
+    def __init__(self, code: str, options=(), name_expressions=()):
+        self._code = code
+        self._names = list(name_expressions)
+        self._library: ctypes.CDLL | None = None
+
+    def compile(self) -> None:
+        self._library = _build(self._code)
+
+    def get_function(self, name: str) -> _Function:
+        if name not in self._names:
+            raise KeyError(f"{name} was not among the name expressions {self._names}")
+        if self._library is None:
+            self.compile()
+        kernel, type_code = re.fullmatch(r"(\w+)<(\d)>", name).groups()
+        return _Function(getattr(self._library, f"launch_{kernel}_{type_code}"))
+
+
+class _Device:
+    def __init__(self, device_id: int = 0):
+        self.id = device_id
+        self.mem_info = (2**33, 2**34)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+cuda = types.SimpleNamespace(
+    Device=_Device,
+    runtime=types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        runtimeGetVersion=lambda: 0,
+        getDeviceProperties=lambda i: {"name": b"convviz CPU emulator"},
+    ),
+)
+
+
+def as_module() -> types.ModuleType:
+    """This emulator as a module to put in ``sys.modules["cupy"]``."""
+    module = types.ModuleType("cupy")
+    for name in ("ndarray", "asarray", "asnumpy", "empty", "zeros", "ones", "array_equal", "RawModule", "cuda"):
+        setattr(module, name, getattr(sys.modules[__name__], name))
+    module.uint16, module.uint32 = np.uint16, np.uint32
+    module.float32, module.float64 = np.float32, np.float64
+    module.__version__ = "emulated"
+    return module
