@@ -154,3 +154,15 @@ def test_results_stay_on_the_device_and_numpy_inputs_move_there(cp):
 def test_show_versions_reports_the_gpu(cp):
     info = convviz.show_versions(as_dict=True)
     assert info["cupy"] and info["cuda_devices"] >= 1 and info["gpu"]
+
+
+def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatch):
+    # More (tap, channel block) pairs than gridDim.y may hold: the kernel loops over the rest.
+    monkeypatch.setattr(cuda, "MAX_GRID_Y", 4)
+    monkeypatch.setattr(cuda, "THREADS", 32)
+    x = random_array(rng, (2, 19, 17, 40), "float32")
+    dy = random_array(rng, (2, 19, 17, 80), "float32")
+    got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [3, 5, 40, 2], cp.asarray(dy),
+                                                                     [1] * 4, "SAME"))
+    exact, bound = reference_pair_dwf(x, [3, 5, 40, 2], dy, strides=[1] * 4, padding="SAME")
+    assert_close_to_reference(got, exact, bound, "float32")

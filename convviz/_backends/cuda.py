@@ -20,9 +20,11 @@ from .._validate import BFLOAT16, FilterGradCall, InputGradCall
 SOURCE = Path(__file__).with_name("cuda_kernels.cu")
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3,
               np.dtype(np.int32): 4}
-# The filter gradient's pixel chunk: fixed, so the sum's grouping never depends on the device.
-CHUNK_PIXELS = 2048
+# The filter gradient's pixel chunk: fixed, so the sum's grouping never depends on the device;
+# small, so that even a single image gives every SM blocks to run.
+CHUNK_PIXELS = 256
 THREADS = 256
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y; the kernel loops over what does not fit
 
 
 class DeviceError(RuntimeError):
@@ -148,8 +150,11 @@ def depthwise_conv2d_native_backprop_filter(call: FilterGradCall) -> Any:
     p = cp.asarray(np.array(params, dtype=np.int64))
     partial = cp.empty((chunks, taps, cm), dtype=cp.float64 if call.dtype == np.float64 else cp.float32)
     module = _module(cp.cuda.Device().id)
+    # A block covers at most THREADS channels, and no more warps than the channels need.
+    threads = min(THREADS, (cm + 31) // 32 * 32)
+    pairs = taps * ((cm + threads - 1) // threads)
     module.get_function(f"filter_grad_partial<{code}>")(
-        ((cm + THREADS - 1) // THREADS, taps, chunks), (THREADS,), (x, dy, partial, p))
+        (chunks, min(pairs, MAX_GRID_Y)), (threads,), (x, dy, partial, p))
     per_chunk = taps * cm
     module.get_function(f"filter_grad_merge<{code}>")(
         ((per_chunk + THREADS - 1) // THREADS,), (THREADS,),
