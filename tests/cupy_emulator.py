@@ -17,6 +17,7 @@ compiles with nvcc where present), races between threads, launch limits, speed.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import re
@@ -88,6 +89,7 @@ def compiler() -> str | None:
 def _build(code: str) -> ctypes.CDLL:
     """Compile the kernel source and the launchers into a shared library (once per source)."""
     work = Path(tempfile.mkdtemp(prefix="convviz-cupy-emulator-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # the loaded library needs no file
     (work / "cuda_fp16.h").write_text(FP16_HEADER)
     (work / "prelude.hpp").write_text(PRELUDE)
     source = work / "kernels.cpp"

@@ -208,8 +208,9 @@ def save(anim: animation.FuncAnimation, path: str | Path, *, fps: int = 3, dpi: 
     >>> import tempfile, pathlib
     >>> from convviz.viz import Setup, animate_input_gradient, save
     >>> anim = animate_input_gradient(Setup(input_hw=4, kernel_hw=2, strides=2))
-    >>> out = save(anim, pathlib.Path(tempfile.mkdtemp()) / "a.gif", progress=False)
-    >>> out.stat().st_size > 0
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     out = save(anim, pathlib.Path(folder) / "a.gif", progress=False)
+    ...     out.stat().st_size > 0
     True
     """
     path = Path(path)

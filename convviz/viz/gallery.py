@@ -116,7 +116,8 @@ def build(out_dir: str | Path, *, only: list[str] | None = None, progress: bool 
     --------
     >>> import tempfile
     >>> from convviz.viz import gallery
-    >>> paths = gallery.build(tempfile.mkdtemp(), only=["13_geometry_card.png"], progress=False)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     paths = gallery.build(folder, only=["13_geometry_card.png"], progress=False)
     >>> [p.name for p in paths]
     ['13_geometry_card.png', 'README.md']
     """
