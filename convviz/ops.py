@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -296,6 +296,49 @@ def select_device(op: str, device: Any, *tensors: Any) -> str:
     return "cpu"
 
 
+class _OpKind(NamedTuple):
+    """What differs between the two ops on their way from arguments to kernel."""
+
+    key: str  # plan-cache tag
+    validate: Callable[..., Any]  # takes (sizes, array, out_backprop, ...) in this order
+    plan_cpu: Callable[[Any], Any]
+    gpu_function: str  # looked up in the cuda module at call time
+    array_field: str  # the validated call's field holding ``array``
+
+
+def _validate_filter_grad(sizes: Any, array: Any, *rest: Any, **kwargs: Any) -> Any:
+    return _validate.validate_depthwise_backprop_filter(array, sizes, *rest, **kwargs)
+
+
+_INPUT_GRAD = _OpKind("bpi", _validate.validate_conv2d_backprop_input, cpu.plan_conv2d_backprop_input,
+                      "conv2d_backprop_input", "filter")
+_FILTER_GRAD = _OpKind("dwf", _validate_filter_grad, cpu.plan_depthwise_conv2d_native_backprop_filter,
+                       "depthwise_conv2d_native_backprop_filter", "input")
+
+
+def _run(kind: _OpKind, sizes: Any, array: Any, out_backprop: Any, strides: Any, padding: Any,
+         explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+         op: str, default_float: Any, device: Any) -> Any:
+    """Validate and run either op: ``array`` is the filter (input gradient) or the input (filter gradient)."""
+    window = (strides, padding, explicit_paddings, data_format, dilations, n_threads)
+    if device is not None or not (type(array) is np.ndarray and type(out_backprop) is np.ndarray):
+        if select_device(op, device, array, out_backprop) == "gpu":
+            call = kind.validate(sizes, array, out_backprop, *window, op=op, default_float=default_float,
+                                 on_gpu=True)
+            return getattr(cuda, kind.gpu_function)(call)
+    key = _plan_key(kind.key, sizes, array, out_backprop, *window)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        threads = _validate.DEFAULT_THREADS if n_threads is None else n_threads
+        return plan.run(array, out_backprop, threads)
+    call = kind.validate(sizes, array, out_backprop, *window, op=op, default_float=default_float)
+    plan = kind.plan_cpu(call)
+    checked = getattr(call, kind.array_field)
+    if checked is array and call.out_backprop is out_backprop:  # nothing was converted
+        _remember(key, plan)
+    return plan.run(checked, call.out_backprop, call.n_threads)
+
+
 def run_conv2d_backprop_input(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
@@ -304,27 +347,8 @@ def run_conv2d_backprop_input(
     """Validate and run; ``op`` names the caller in error messages and
     ``default_float`` is the dtype Python float lists become (TensorFlow and
     MindSpore use float32)."""
-    if device is not None or not (type(filter) is np.ndarray and type(out_backprop) is np.ndarray):
-        if select_device(op, device, filter, out_backprop) == "gpu":
-            call = _validate.validate_conv2d_backprop_input(
-                input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-                data_format, dilations, n_threads, op=op, default_float=default_float, on_gpu=True,
-            )
-            return cuda.conv2d_backprop_input(call)
-    key = _plan_key("bpi", input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-                    data_format, dilations, n_threads)
-    plan = _PLANS.get(key) if key is not None else None
-    if plan is not None:
-        threads = _validate.DEFAULT_THREADS if n_threads is None else n_threads
-        return plan.run(filter, out_backprop, threads)
-    call = _validate.validate_conv2d_backprop_input(
-        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, n_threads, op=op, default_float=default_float,
-    )
-    plan = cpu.plan_conv2d_backprop_input(call)
-    if call.filter is filter and call.out_backprop is out_backprop:  # nothing was converted
-        _remember(key, plan)
-    return plan.run(call.filter, call.out_backprop, call.n_threads)
+    return _run(_INPUT_GRAD, input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+                data_format, dilations, n_threads, op, default_float, device)
 
 
 def run_depthwise_conv2d_native_backprop_filter(
@@ -334,24 +358,5 @@ def run_depthwise_conv2d_native_backprop_filter(
     device: Any = None,
 ) -> Any:
     """Validate and run (see :func:`run_conv2d_backprop_input`)."""
-    if device is not None or not (type(input) is np.ndarray and type(out_backprop) is np.ndarray):
-        if select_device(op, device, input, out_backprop) == "gpu":
-            call = _validate.validate_depthwise_backprop_filter(
-                input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-                data_format, dilations, n_threads, op=op, default_float=default_float, on_gpu=True,
-            )
-            return cuda.depthwise_conv2d_native_backprop_filter(call)
-    key = _plan_key("dwf", filter_sizes, input, out_backprop, strides, padding, explicit_paddings,
-                    data_format, dilations, n_threads)
-    plan = _PLANS.get(key) if key is not None else None
-    if plan is not None:
-        threads = _validate.DEFAULT_THREADS if n_threads is None else n_threads
-        return plan.run(input, out_backprop, threads)
-    call = _validate.validate_depthwise_backprop_filter(
-        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, n_threads, op=op, default_float=default_float,
-    )
-    plan = cpu.plan_depthwise_conv2d_native_backprop_filter(call)
-    if call.input is input and call.out_backprop is out_backprop:
-        _remember(key, plan)
-    return plan.run(call.input, call.out_backprop, call.n_threads)
+    return _run(_FILTER_GRAD, filter_sizes, input, out_backprop, strides, padding, explicit_paddings,
+                data_format, dilations, n_threads, op, default_float, device)
