@@ -1,4 +1,7 @@
-# Declarations of the C++ kernels in cvz_kernels.hpp, shared by the modules.
+# Declarations of the C++ kernels in cvz_kernels.hpp, and the small helpers the
+# kernel modules share.
+cimport numpy as cnp
+
 cdef extern from "cvz_kernels.hpp" namespace "cvz":
     ctypedef Py_ssize_t idx
 
@@ -46,3 +49,20 @@ cdef extern from "cvz_kernels.hpp" nogil:
     void cvz_filter_grad_merge(const FilterGradArgs* a, int isa, int f64, idx tap_begin, idx tap_end)
     void* cvz_alloc(size_t bytes)
     void cvz_free(void* p)
+
+
+cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:
+    """The 4 strides of ``array`` in elements (the kernels index elements, NumPy counts bytes)."""
+    cdef int d
+    cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
+    for d in range(4):
+        out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
+
+
+cdef inline int threads_for(double work, double min_parallel_work, int n_threads, idx units) noexcept nogil:
+    """Threads for a call: one when the work is too small to pay for a parallel
+    region, never more than its ``units`` of work (rows or blocks), at least one."""
+    cdef int threads = n_threads if work >= min_parallel_work else 1
+    if threads > units:
+        threads = <int>units
+    return threads if threads >= 1 else 1

@@ -15,8 +15,8 @@ of the sum is the same for 1 or 64 threads: results are bitwise identical.
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (FilterGradArgs, cvz_alloc, cvz_filter_grad_block, cvz_filter_grad_merge,
-                   cvz_filter_grad_prepare, cvz_free, idx)
+from _cvz cimport (cvz_alloc, cvz_filter_grad_block, cvz_filter_grad_merge, cvz_filter_grad_prepare,
+                   cvz_free, element_strides, FilterGradArgs, idx, threads_for)
 
 cnp.import_array()
 
@@ -28,13 +28,6 @@ cdef size_t _last_scratch_bytes = 0
 def last_scratch_bytes():
     """Scratch bytes the most recent kernel call of this module allocated."""
     return _last_scratch_bytes
-
-
-cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
-    cdef int d
-    cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
-    for d in range(4):
-        out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
 
 
 def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
@@ -65,10 +58,10 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
     a.x = cnp.PyArray_DATA(input)
     a.x_type = x_type
-    _strides(input, a.x_s)
+    element_strides(input, a.x_s)
     a.dy = cnp.PyArray_DATA(out_backprop)
     a.dy_type = dy_type
-    _strides(out_backprop, a.dy_s)
+    element_strides(out_backprop, a.dy_s)
     a.out = cnp.PyArray_DATA(filter_grad)
     a.out_type = out_type
     a.n_blocks = n_blocks
@@ -79,11 +72,7 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.C * a.M * a.KH * a.KW
-    cdef int threads = n_threads if work >= min_parallel_work else 1
-    if threads > n_blocks:
-        threads = <int>n_blocks
-    if threads < 1:
-        threads = 1
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, n_blocks)
     cdef size_t partial_bytes = <size_t>(n_blocks * taps * a.cm_pad) * elem
     global _last_scratch_bytes
     _last_scratch_bytes = partial_bytes + scratch_bytes * threads

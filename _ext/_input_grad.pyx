@@ -20,8 +20,8 @@ cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport uintptr_t
 
-from _cvz cimport (InputGradArgs, cvz_alloc, cvz_free, cvz_input_grad_pack,
-                   cvz_input_grad_prepare, cvz_input_grad_row, idx)
+from _cvz cimport (cvz_alloc, cvz_free, cvz_input_grad_pack, cvz_input_grad_prepare,
+                   cvz_input_grad_row, element_strides, idx, InputGradArgs, threads_for)
 
 cnp.import_array()
 
@@ -33,13 +33,6 @@ cdef size_t _last_scratch_bytes = 0
 def last_scratch_bytes():
     """Scratch bytes the most recent kernel call of this module allocated."""
     return _last_scratch_bytes
-
-
-cdef inline void _strides(cnp.ndarray array, idx* out) noexcept:
-    cdef int d
-    cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
-    for d in range(4):
-        out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
 
 
 def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
@@ -70,24 +63,20 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
     a.dy = cnp.PyArray_DATA(out_backprop)
     a.dy_type = dy_type
-    _strides(out_backprop, a.dy_s)
+    element_strides(out_backprop, a.dy_s)
     a.dx = cnp.PyArray_DATA(in_backprop)
     a.dx_type = dx_type
-    _strides(in_backprop, a.dx_s)
+    element_strides(in_backprop, a.dx_s)
     a.w = cnp.PyArray_DATA(filter)
     a.w_type = w_type
-    _strides(filter, a.w_s)
+    element_strides(filter, a.w_s)
     cvz_input_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
     cdef idx rows = a.N * a.H
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
-    cdef int threads = n_threads if work >= min_parallel_work else 1
-    if threads > rows:
-        threads = <int>rows
-    if threads < 1:
-        threads = 1
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
     cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem
     global _last_scratch_bytes
     _last_scratch_bytes = packed_bytes + scratch_bytes * threads

@@ -424,6 +424,25 @@ static void input_grad_pack(const InputGradArgs* a) {
                 }
 }
 
+// dy pixels [first, last) of one row (pixel pitch `pitch`, cout_g channels used):
+// the row itself when all lie inside [0, OW), else a copy in `stage`, same
+// pitch, with zeros for the pixels outside.
+template <class T>
+static inline const T* input_grad_dy_window(const T* src_row, idx first, idx last, idx OW, idx pitch, idx cout_g,
+                                            T* stage) {
+    if (first >= 0 && last <= OW) return src_row + first * pitch;
+    idx lo = first < 0 ? 0 : first;
+    if (lo > last) lo = last;
+    idx hi = last > OW ? OW : last;
+    if (hi < lo) hi = lo;
+    if (lo > first) std::memset(stage, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
+    if (hi > lo)
+        std::memcpy(stage + (lo - first) * pitch, src_row + lo * pitch,
+                    (std::size_t)((hi - lo - 1) * pitch + cout_g) * sizeof(T));
+    if (last > hi) std::memset(stage + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
+    return stage;
+}
+
 // One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors:
 // tiles of MR pixels (smaller at the end), every tap of the phase.  A tile reads
 // dy in place when all its windows lie inside [0, OW); an edge tile gives the
@@ -449,22 +468,8 @@ static void input_grad_row_pass(const InputGradArgs* a, const InputGradScratch<T
             for (idx t = 0; t < n_taps; ++t) {
                 const idx first = s.tap_ow0[t] + j0, last = first + shape;
                 const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] + g * a->cout_g;
-                if (first >= 0 && last <= a->OW) {  // read dy in place
-                    s.a_ptrs[t] = src_row + first * pitch;
-                    continue;
-                }
-                T* st = s.stage + t * mr_max * pitch;
-                // Pixels [first, lo) and [hi, last) are outside dy: zeros; [lo, hi) copied.
-                idx lo = first < 0 ? 0 : first;
-                if (lo > last) lo = last;
-                idx hi = last > a->OW ? a->OW : last;
-                if (hi < lo) hi = lo;
-                if (lo > first) std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
-                if (hi > lo)
-                    std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
-                                (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
-                if (last > hi) std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
-                s.a_ptrs[t] = st;
+                s.a_ptrs[t] = input_grad_dy_window<T>(src_row, first, last, a->OW, pitch, a->cout_g,
+                                                      s.stage + t * mr_max * pitch);
             }
         } else {
             for (idx t = 0; t < n_taps; ++t)
@@ -514,22 +519,8 @@ static void input_grad_row_fused(const InputGradArgs* a, const InputGradScratch<
             const idx pitch = a->dy_s[2];
             a_stride = pitch;
             const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[slot] * a->dy_s[1] + g * a->cout_g;
-            const idx last = first + window;
-            if (first >= 0 && last <= a->OW) {
-                s.a_ptrs[slot] = src_row + first * pitch;
-                continue;
-            }
-            T* st = s.stage + slot * mr_max * a->KW * pitch;  // room for a whole window
-            idx lo = first < 0 ? 0 : first;
-            if (lo > last) lo = last;
-            idx hi = last > a->OW ? a->OW : last;
-            if (hi < lo) hi = lo;
-            if (lo > first) std::memset(st, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
-            if (hi > lo)
-                std::memcpy(st + (lo - first) * pitch, src_row + lo * pitch,
-                            (std::size_t)((hi - lo - 1) * pitch + a->cout_g) * sizeof(T));
-            if (last > hi) std::memset(st + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
-            s.a_ptrs[slot] = st;
+            s.a_ptrs[slot] = input_grad_dy_window<T>(src_row, first, first + window, a->OW, pitch, a->cout_g,
+                                                     s.stage + slot * mr_max * a->KW * pitch);  // room for a window
         }
         const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
