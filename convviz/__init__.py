@@ -7,6 +7,9 @@ The compute core implements two TensorFlow ops with their exact semantics:
 * :func:`depthwise_conv2d_native_backprop_filter` -- the gradient of depthwise
   conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
 
+:func:`explore` opens the interactive explorer in a notebook (and
+:func:`convviz.explorer.page_html` makes it a standalone offline page).
+
 Drop-in namespaces for TensorFlow and MindSpore users live in
 :mod:`convviz.compat`; the shape arithmetic in :mod:`convviz.geometry`; a float64
 NumPy reference in :mod:`convviz.reference`.
@@ -36,8 +39,18 @@ __all__ = [
     "compat",
     "conv2d_backprop_input",
     "depthwise_conv2d_native_backprop_filter",
+    "explore",
     "geometry",
     "openmp_enabled",
     "reference",
     "show_versions",
 ]
+
+
+def __getattr__(name: str):
+    # The explorer's widget needs anywidget; load it only when asked for.
+    if name == "explore":
+        from .explorer.widget import explore
+
+        return explore
+    raise AttributeError(f"module 'convviz' has no attribute {name!r}")

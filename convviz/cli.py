@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help="write an animation, a coverage figure and an interactive page", add_help=False)
     sub.add_parser("explain", help="print the geometry of a convolution", add_help=False)
     sub.add_parser("gallery", help="draw the gallery of figures and animations into a folder", add_help=False)
+    sub.add_parser("page", help="write the interactive explorer as one offline HTML file", add_help=False)
     sub.add_parser("bench", help="time convviz against TensorFlow and PyTorch", add_help=False)
     sub.add_parser("version", help="print the version, OpenMP and SIMD facts of this build")
     if not argv:
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         return _gallery(argv[1:])
     if args.command == "demo":
         return _demo(argv[1:])
+    if args.command == "page":
+        return _page(argv[1:])
     if args.command == "explain":
         return _explain(argv[1:])
     if args.command == "version":
@@ -195,6 +198,37 @@ def _demo(argv: list[str]) -> int:
     print(f"convviz demo - {setup.describe()}")
     for path, what in written:
         print(f"  wrote {path} ({path.stat().st_size // 1024} KiB): {what}")
+    return 0
+
+
+def _page(argv: list[str]) -> int:
+    """``convviz page --out FILE [settings]``: the explorer as one offline HTML file."""
+    from .explorer import write_page
+    from .explorer._setting import PARAMS
+
+    parser = argparse.ArgumentParser(
+        prog="convviz page",
+        description="Write the convviz explorer as a single HTML file that works offline (open it from disk or "
+                    "host it anywhere). The settings below are its starting point; the page's URL query "
+                    "(?input=7x9&stride=2&padding=VALID&op=filter_grad ...) overrides them.")
+    parser.add_argument("--out", required=True, help="HTML file to write (folders created)")
+    for name in ("input", "kernel", "stride", "dilation"):
+        parser.add_argument(f"--{name}", type=_pair, default=None, metavar="N or HxW")
+    parser.add_argument("--padding", type=str.upper, choices=PARAMS["padding"][1], default=None)
+    parser.add_argument("--pads", type=_pads, default=None, metavar="T,B,L,R",
+                        help="explicit pads top,bottom,left,right (implies EXPLICIT)")
+    parser.add_argument("--op", choices=PARAMS["op"][1], default=None)
+    parser.add_argument("--values", choices=PARAMS["values"][1], default=None)
+    parser.add_argument("--theme", choices=PARAMS["theme"][1], default=None)
+    for name in ("multiplier", "seed"):
+        parser.add_argument(f"--{name}", type=int, default=None)
+    args = vars(parser.parse_args(argv))
+    out = args.pop("out")
+    try:
+        path = write_page(out, **{k: v for k, v in args.items() if v is not None})
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB): open it in a browser, no network needed")
     return 0
 
 

@@ -1,0 +1,204 @@
+"""The explorer's parameters, example numbers and kernel computation, in Python.
+
+This mirrors ``core.js`` (tested against it): the same parameter table, the same
+32-bit hash for the example numbers, the same key naming a setting.  The numbers
+an explorer shows in Jupyter come from :func:`compute`, which calls the convviz
+kernels; the geometry comes from :mod:`convviz.geometry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import ops, reference
+from ..geometry import ConvGeometry
+
+OPS = ("input_grad", "filter_grad", "forward")
+PADDINGS = ("SAME", "VALID", "EXPLICIT")
+VALUE_MODES = ("integers", "decimals")
+THEMES = ("auto", "light", "dark")
+
+#: name -> (default, low, high) for integers, (default, choices) for choices; core.js PARAMS order.
+PARAMS: dict[str, tuple] = {
+    "input_h": (6, 1, 32), "input_w": (6, 1, 32),
+    "kernel_h": (3, 1, 9), "kernel_w": (3, 1, 9),
+    "stride_h": (2, 1, 6), "stride_w": (2, 1, 6),
+    "dilation_h": (1, 1, 6), "dilation_w": (1, 1, 6),
+    "padding": ("SAME", PADDINGS),
+    "pad_top": (0, 0, 8), "pad_bottom": (0, 0, 8), "pad_left": (0, 0, 8), "pad_right": (0, 0, 8),
+    "op": ("input_grad", OPS),
+    "multiplier": (1, 1, 4),
+    "seed": (0, 0, 99999),
+    "values": ("integers", VALUE_MODES),
+    "theme": ("auto", THEMES),
+}
+SALTS = {"x": 1, "w": 2, "dy": 3}
+OUTPUT_PANEL = {"input_grad": "dx", "filter_grad": "dw", "forward": "y"}
+_INTEGER_POOL = np.array([-2.0, -1.0, 1.0, 2.0, 3.0])
+_MASK = 0xFFFFFFFF
+
+
+def defaults() -> dict[str, Any]:
+    """Every parameter at its default.
+
+    Examples
+    --------
+    >>> defaults()["op"], defaults()["input_h"]
+    ('input_grad', 6)
+    """
+    return {name: spec[0] for name, spec in PARAMS.items()}
+
+
+def check_param(name: str, value: Any) -> Any:
+    """Return ``value`` if it is valid for parameter ``name``, else raise naming both.
+
+    Examples
+    --------
+    >>> check_param("stride_h", 2)
+    2
+    >>> check_param("padding", "same")
+    Traceback (most recent call last):
+    ...
+    ValueError: padding must be one of ('SAME', 'VALID', 'EXPLICIT'), got 'same'
+    """
+    if name not in PARAMS:
+        raise TypeError(f"unknown explorer parameter {name!r}; expected one of {tuple(PARAMS)}")
+    spec = PARAMS[name]
+    if len(spec) == 2:
+        if value not in spec[1]:
+            raise ValueError(f"{name} must be one of {spec[1]}, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not spec[1] <= value <= spec[2]:
+        raise ValueError(f"{name} must be between {spec[1]} and {spec[2]}, got {value}")
+    return int(value)
+
+
+def setting_key(params: dict[str, Any]) -> str:
+    """The key naming a setting's numbers (``core.settingKey``): every parameter but the theme."""
+    return ";".join(f"{name}={params[name]}" for name in PARAMS if name != "theme")
+
+
+def hash32(seed: int, salt: int, index: np.ndarray) -> np.ndarray:
+    """``core.hash32`` over an array of indices (uint64 holding 32-bit values)."""
+    i = np.asarray(index, dtype=np.uint64)
+    m = np.uint64(_MASK)
+
+    def imul(a, b):
+        return (a * np.uint64(b)) & m
+
+    h = (np.uint64(((seed ^ 0x9E3779B9) * 0x85EBCA6B) & _MASK) ^ np.uint64(((salt + 1) * 0xC2B2AE35) & _MASK)
+         ^ imul(i + np.uint64(1), 0x27D4EB2F))
+    h ^= h >> np.uint64(16)
+    h = imul(h, 0x7FEB352D)
+    h ^= h >> np.uint64(15)
+    h = imul(h, 0x846CA68B)
+    h ^= h >> np.uint64(16)
+    return h
+
+
+def example_tensor(seed: int, salt: int, rows: int, cols: int, channels: int, mode: str) -> np.ndarray:
+    """Example numbers ``[channels, rows, cols]`` (``core.exampleTensor``).
+
+    Examples
+    --------
+    >>> example_tensor(0, 2, 2, 3, 1, "integers").shape
+    (1, 2, 3)
+    """
+    h = hash32(seed, salt, np.arange(rows * cols * channels))
+    if mode == "decimals":
+        k = (h % np.uint64(18)).astype(np.int64)
+        values = np.where(k < 9, k - 9, k - 8) / 10
+    else:
+        values = _INTEGER_POOL[(h % np.uint64(5)).astype(np.int64)]
+    return values.reshape(channels, rows, cols)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One setting's numbers: geometry, the op's input planes and its output ``[channels, rows, cols]``."""
+
+    geometry: ConvGeometry
+    inputs: dict[str, np.ndarray]
+    output_panel: str
+    output: np.ndarray
+    source: str
+
+
+def build_geometry(params: dict[str, Any]) -> ConvGeometry:
+    """The :class:`~convviz.geometry.ConvGeometry` of a setting (one channel, or the multiplier's)."""
+    p = params
+    multiplier = p["multiplier"] if p["op"] == "filter_grad" else 1
+    return ConvGeometry.build(
+        batch=1, input_hw=(p["input_h"], p["input_w"]), in_channels=1, out_channels=multiplier,
+        kernel_hw=(p["kernel_h"], p["kernel_w"]), strides=(p["stride_h"], p["stride_w"]),
+        dilations=(p["dilation_h"], p["dilation_w"]), padding=p["padding"],
+        explicit_paddings=(p["pad_top"], p["pad_bottom"], p["pad_left"], p["pad_right"]),
+        depthwise=p["op"] == "filter_grad")
+
+
+def input_shapes(params: dict[str, Any], g: ConvGeometry) -> dict[str, tuple[int, int, int]]:
+    """``{panel: (rows, cols, channels)}`` of the op's inputs (``core.inputShapes``)."""
+    (h, w), (kh, kw), (oh, ow) = g.input_hw, g.kernel_hw, g.output_hw
+    return {
+        "input_grad": {"w": (kh, kw, 1), "dy": (oh, ow, 1)},
+        "filter_grad": {"x": (h, w, 1), "dy": (oh, ow, g.multiplier)},
+        "forward": {"x": (h, w, 1), "w": (kh, kw, 1)},
+    }[params["op"]]
+
+
+def compute(params: dict[str, Any], given: dict[str, np.ndarray] | None = None) -> Computed | None:
+    """The setting's numbers from the convviz kernels (``None`` when no window fits).
+
+    ``given`` maps panel names to ``[channels, rows, cols]`` arrays used in place of
+    the example numbers where their shape fits (as the page does).
+
+    Examples
+    --------
+    >>> c = compute(defaults())
+    >>> c.output_panel, c.output.shape
+    ('dx', (1, 6, 6))
+    """
+    g = build_geometry(params)
+    if 0 in g.output_hw:
+        return None
+    given = given or {}
+    inputs = {}
+    for name, (r, c, ch) in input_shapes(params, g).items():
+        array = given.get(name)
+        if array is not None and array.shape == (ch, r, c):
+            inputs[name] = np.asarray(array, dtype=np.float64)
+        else:
+            inputs[name] = example_tensor(params["seed"], SALTS[name], r, c, ch, params["values"])
+    p = params
+    strides, dilations = [1, p["stride_h"], p["stride_w"], 1], [1, p["dilation_h"], p["dilation_w"], 1]
+    explicit = ([0, 0, p["pad_top"], p["pad_bottom"], p["pad_left"], p["pad_right"], 0, 0]
+                if p["padding"] == "EXPLICIT" else [])
+    window = dict(strides=strides, padding=p["padding"], explicit_paddings=explicit, dilations=dilations)
+    op = p["op"]
+    if op == "input_grad":
+        dx = ops.conv2d_backprop_input(
+            [1, *g.input_hw, 1], inputs["w"][0][:, :, None, None], inputs["dy"][0][None, :, :, None], **window)
+        return Computed(g, inputs, "dx", dx[0].transpose(2, 0, 1), "convviz.conv2d_backprop_input (float64)")
+    if op == "filter_grad":
+        dy = inputs["dy"].transpose(1, 2, 0)[None]  # [1, OH, OW, M]
+        dw = ops.depthwise_conv2d_native_backprop_filter(
+            inputs["x"][0][None, :, :, None], [*g.kernel_hw, 1, g.multiplier], dy, **window)
+        return Computed(g, inputs, "dw", dw[:, :, 0, :].transpose(2, 0, 1),
+                        "convviz.depthwise_conv2d_native_backprop_filter (float64)")
+    y = reference.conv2d(inputs["x"][0][None, :, :, None], inputs["w"][0][:, :, None, None], **window)
+    return Computed(g, inputs, "y", y[0].transpose(2, 0, 1), "convviz.reference.conv2d (float64 NumPy)")
+
+
+def to_wire(array: np.ndarray, caption: str = "") -> dict[str, Any]:
+    """A ``[channels, rows, cols]`` array as the explorer's JSON tensor."""
+    ch, r, c = array.shape
+    out = {"rows": int(r), "cols": int(c), "channels": int(ch),
+           "data": [float(v) for v in np.asarray(array, dtype=np.float64).ravel()]}
+    if caption:
+        out["caption"] = caption
+    return out

@@ -1,0 +1,787 @@
+// convviz explorer: the view.  One ES module, two hosts:
+//   * Jupyter: anywidget calls render({model, el}) with the widget's model; Python
+//     answers each setting with the kernels' numbers (trait `kernel_result`);
+//   * the standalone page: mountPage() makes a small model backed by a plain object
+//     and the URL query, and everything is computed by core.js in the page.
+// Python inlines core.js where the import line stands (convviz/explorer/__init__.py).
+//
+// DOM contract (stable; tests and course material rely on it):
+//   numbered cell: [data-panel in x|w|dy|dx|dw|y][data-row][data-col][data-value]
+//                  [aria-label], plus [data-channel] when a panel has several channels;
+//   padding cell:  the same with [data-pad] (its row/col lie outside the input);
+//   worked sum:    [data-role="sum"][data-value];
+//   controls:      [name=<parameter>] (see core.PARAMS), and play / step / speed.
+import * as core from "./core.js";
+
+const PANEL_TITLES = {
+  x: ["x", "input"], w: ["W", "kernel"], dy: ["dL/dy", "output gradient"],
+  dx: ["dL/dx", "input gradient"], dw: ["dL/dW", "filter gradient"], y: ["y", "forward output"],
+};
+const PANEL_SYMBOL = { x: "x", w: "W", dy: "dy", dx: "dx", dw: "dW", y: "y" };
+const LAYOUT = { input_grad: ["w", "dy", "dx"], filter_grad: ["x", "dy", "dw"], forward: ["x", "w", "y"] };
+const PADDED_PANEL = { input_grad: "dx", filter_grad: "x", forward: "x" };
+const SPEEDS = [0.5, 1, 2, 4, 8];
+const MAX_SHOWN_TERMS = 12;
+
+const CONTROL_GROUPS = [
+  ["size", [["input_h", "input rows"], ["input_w", "input cols"], ["kernel_h", "kernel rows"], ["kernel_w", "kernel cols"]]],
+  ["step", [["stride_h", "stride rows"], ["stride_w", "stride cols"], ["dilation_h", "dilation rows"], ["dilation_w", "dilation cols"]]],
+  ["padding", [["padding", "padding"], ["pad_top", "pad top"], ["pad_bottom", "pad bottom"], ["pad_left", "pad left"], ["pad_right", "pad right"]]],
+  ["numbers", [["op", "op"], ["multiplier", "multiplier"], ["values", "numbers"], ["seed", "seed"], ["theme", "theme"]]],
+];
+const CHOICE_LABELS = {
+  op: { input_grad: "input gradient", filter_grad: "depthwise filter gradient", forward: "forward" },
+  values: { integers: "integers", decimals: "decimals" },
+  theme: { auto: "auto", light: "light", dark: "dark" },
+  padding: { SAME: "SAME", VALID: "VALID", EXPLICIT: "EXPLICIT" },
+};
+const PAD_PARAMS = ["pad_top", "pad_bottom", "pad_left", "pad_right"];
+
+function esc(text) {
+  return String(text).replace(/[&<>"]/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[ch]));
+}
+
+function cellKey(panel, ch, r, c) {
+  return `${panel}|${ch}|${r}|${c}`;
+}
+
+// The host's theme: JupyterLab, VS Code, or the system's preference.
+function hostTheme() {
+  const body = typeof document !== "undefined" ? document.body : null;
+  if (body) {
+    const jp = body.getAttribute("data-jp-theme-light");
+    if (jp === "false") return "dark";
+    if (jp === "true") return "light";
+    if (body.classList.contains("vscode-dark") || body.classList.contains("vscode-high-contrast")) return "dark";
+    if (body.classList.contains("vscode-light")) return "light";
+  }
+  return typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+}
+
+function fromWire(t) {
+  return t ? core.tensor(t.rows, t.cols, t.channels, Float64Array.from(t.data)) : null;
+}
+
+class ExplorerView {
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.params = this.readParams();
+    this.hovered = null;
+    this.pinned = null;
+    this.focusTarget = null;
+    this.lit = [];
+    this.playIndex = -1;
+    this.timer = null;
+    this.speed = 2;
+    this.lastRender = 0;
+    this.unsubscribe = [];
+    this.build();
+    this.refresh();
+    this.listen();
+  }
+
+  readParams() {
+    const p = {};
+    for (const name of Object.keys(core.PARAMS)) p[name] = this.model.get(name);
+    return core.normalize(p);
+  }
+
+  // -- skeleton -----------------------------------------------------------------
+  build() {
+    const root = document.createElement("div");
+    root.className = "cvz-explorer";
+    root.innerHTML = `
+      <header class="cvz-head"><h2 class="cvz-title"></h2><p class="cvz-subtitle"></p></header>
+      <form class="cvz-controls" onsubmit="return false">${this.controlsHtml()}</form>
+      <div class="cvz-message" role="alert" hidden></div>
+      <div class="cvz-notice" role="status" hidden></div>
+      <div class="cvz-body">
+        <div class="cvz-panels" role="application" aria-label="convolution panels"></div>
+        <aside class="cvz-info" aria-live="polite">
+          <div class="cvz-focus-title"></div>
+          <div class="cvz-sum" data-role="sum" data-value=""></div>
+          <div class="cvz-note"></div>
+          <div class="cvz-hint">Hover or tab to a number to see where it comes from. Click or Enter pins it;
+            arrow keys move; Escape clears.</div>
+        </aside>
+      </div>
+      <footer class="cvz-source"></footer>`;
+    this.el.replaceChildren(root);
+    this.root = root;
+    this.q = (sel) => root.querySelector(sel);
+    this.panelsEl = this.q(".cvz-panels");
+    this.sumEl = this.q('[data-role="sum"]');
+    this.controls = {};
+    for (const input of root.querySelectorAll(".cvz-controls [name]")) this.controls[input.name] = input;
+    for (const [name, input] of Object.entries(this.controls)) {
+      if (core.PARAMS[name]) {
+        const handler = () => this.onControl(name, input);
+        input.addEventListener("change", handler);
+        if (input.type === "number") input.addEventListener("input", handler);
+      }
+    }
+    this.controls.play.addEventListener("click", () => (this.timer ? this.pause() : this.play()));
+    this.controls.step.addEventListener("click", () => { this.pause(); this.step(); });
+    this.controls.speed.addEventListener("change", () => {
+      this.speed = Number(this.controls.speed.value);
+      if (this.timer) { this.pause(); this.play(); }
+    });
+    const p = this.panelsEl;
+    p.addEventListener("mouseover", (e) => this.onPointer(e));
+    p.addEventListener("mouseleave", () => { this.hovered = null; this.showActive(); });
+    p.addEventListener("focusin", (e) => this.onPointer(e));
+    p.addEventListener("click", (e) => this.onClick(e));
+    p.addEventListener("keydown", (e) => this.onKey(e));
+    root.addEventListener("keydown", (e) => { if (e.key === "Escape") this.clearFocus(); });
+  }
+
+  controlsHtml() {
+    const groups = CONTROL_GROUPS.map(([legend, items]) => {
+      const fields = items.map(([name, label]) => {
+        const spec = core.PARAMS[name];
+        const id = `cvz-${name}-${Math.random().toString(36).slice(2, 8)}`;
+        const input = spec.choices
+          ? `<select id="${id}" name="${name}">${spec.choices.map((c) => `<option value="${c}">${esc(CHOICE_LABELS[name][c])}</option>`).join("")}</select>`
+          : `<input id="${id}" name="${name}" type="number" min="${spec.min}" max="${spec.max}" step="1" inputmode="numeric">`;
+        return `<label class="cvz-field" for="${id}"><span>${esc(label)}</span>${input}</label>`;
+      }).join("");
+      return `<fieldset><legend>${legend}</legend>${fields}</fieldset>`;
+    }).join("");
+    const speeds = SPEEDS.map((s) => `<option value="${s}"${s === 2 ? " selected" : ""}>${s} cells/s</option>`).join("");
+    return groups + `<fieldset class="cvz-walk"><legend>walk</legend>
+      <button type="button" name="play" aria-pressed="false">\u25b6 play</button>
+      <button type="button" name="step">step \u2192</button>
+      <label class="cvz-field"><span>speed</span><select name="speed">${speeds}</select></label></fieldset>`;
+  }
+
+  listen() {
+    const on = (event, fn) => {
+      this.model.on(event, fn);
+      this.unsubscribe.push(() => this.model.off && this.model.off(event, fn));
+    };
+    for (const name of Object.keys(core.PARAMS))
+      on(`change:${name}`, () => {
+        const value = core.coerce(name, this.model.get(name));
+        if (value !== this.params[name]) { this.params[name] = value; this.refresh(); }
+      });
+    on("change:kernel_result", () => this.applyKernelResult(true));
+    on("change:arrays", () => this.refresh());
+    on("change:locked", () => this.syncControls());
+    on("change:error", () => this.showMessages());
+    if (typeof matchMedia === "function") {
+      const mq = matchMedia("(prefers-color-scheme: dark)");
+      const fn = () => this.applyTheme();
+      mq.addEventListener && mq.addEventListener("change", fn);
+      this.unsubscribe.push(() => mq.removeEventListener && mq.removeEventListener("change", fn));
+    }
+  }
+
+  destroy() {
+    this.pause();
+    this.unsubscribe.forEach((f) => f());
+  }
+
+  // -- state changes --------------------------------------------------------------
+  onControl(name, input) {
+    const raw = input.value;
+    if (input.type === "number" && (raw === "" || !Number.isInteger(Number(raw)))) return; // mid-typing
+    const value = core.coerce(name, raw);
+    if (value === this.params[name]) return;
+    this.params[name] = value;
+    this.model.set(name, value);
+    this.model.save_changes();
+    this.refresh();
+  }
+
+  syncControls() {
+    const p = this.params;
+    const locked = new Set(this.model.get("locked") || []);
+    for (const [name, input] of Object.entries(this.controls)) {
+      if (!core.PARAMS[name]) continue;
+      if (document.activeElement !== input || input.tagName === "SELECT") input.value = String(p[name]);
+      let disabled = locked.has(name), why = disabled ? "fixed by the array you passed" : "";
+      if (PAD_PARAMS.includes(name) && p.padding !== "EXPLICIT") { disabled = true; why = "used with EXPLICIT padding only"; }
+      if (name === "multiplier" && p.op !== "filter_grad") { disabled = true; why = "used by the depthwise filter gradient only"; }
+      input.disabled = disabled;
+      input.closest(".cvz-field").classList.toggle("cvz-disabled", disabled);
+      input.closest(".cvz-field").title = why;
+    }
+  }
+
+  refresh() {
+    const start = performance.now();
+    this.stopWalk();
+    const given = {};
+    const arrays = this.model.get("arrays") || {};
+    for (const [name, t] of Object.entries(arrays)) if (t) given[name] = fromWire(t);
+    this.given = given;
+    this.result = core.compute(this.params, given);
+    this.kernelApplied = false;
+    this.applyTheme(false);
+    this.syncControls();
+    this.renderHead();
+    this.renderPanels();
+    this.applyKernelResult(false);
+    this.showMessages();
+    this.restoreFocus();
+    this.lastRender = performance.now() - start;
+    this.root.dataset.renderMs = this.lastRender.toFixed(2);
+  }
+
+  applyTheme(rerender = true) {
+    const theme = this.params.theme === "auto" ? hostTheme() : this.params.theme;
+    if (this.root.dataset.theme !== theme) {
+      this.root.dataset.theme = theme;
+      if (rerender && this.result) { this.renderPanels(); this.applyKernelResult(false); this.restoreFocus(); }
+    }
+  }
+
+  renderHead() {
+    const p = this.params, g = this.result.g;
+    this.q(".cvz-title").textContent = core.OP_TITLES[p.op];
+    const pair = (a, b) => (a === b ? `${a}` : `${a}\u00d7${b}`);
+    const parts = [`input ${p.input_h}\u00d7${p.input_w}`, `kernel ${p.kernel_h}\u00d7${p.kernel_w}`,
+      `stride ${pair(p.stride_h, p.stride_w)}`, `dilation ${pair(p.dilation_h, p.dilation_w)}`,
+      `${p.padding} (pads top ${g.rows.before}, bottom ${g.rows.after}, left ${g.cols.before}, right ${g.cols.after})`];
+    if (!g.error) parts.push(`output ${g.rows.out}\u00d7${g.cols.out}`);
+    if (p.op === "filter_grad") parts.push(`multiplier ${p.multiplier}`);
+    this.q(".cvz-subtitle").textContent = parts.join(" \u00b7 ");
+  }
+
+  showMessages() {
+    const g = this.result.g;
+    const error = g.error || this.model.get("error") || "";
+    const msg = this.q(".cvz-message");
+    msg.hidden = !error;
+    msg.textContent = error;
+    const notices = [];
+    const arrays = this.model.get("arrays") || {};
+    const shapes = g.error ? {} : core.inputShapes(g);
+    for (const [name, t] of Object.entries(arrays)) {
+      if (!t || !shapes[name]) continue;
+      const [r, c, ch] = shapes[name];
+      if (t.rows !== r || t.cols !== c || t.channels !== ch)
+        notices.push(`Your ${PANEL_SYMBOL[name]} is ${t.rows}\u00d7${t.cols}` + (t.channels > 1 ? `\u00d7${t.channels}` : "") +
+          ` but this setting needs ${r}\u00d7${c}` + (ch > 1 ? `\u00d7${ch}` : "") + `: showing example numbers instead.`);
+    }
+    const notice = this.q(".cvz-notice");
+    notice.hidden = notices.length === 0;
+    notice.textContent = notices.join(" ");
+  }
+
+  // -- panels ---------------------------------------------------------------------
+  palette(kind) {
+    if (kind === "sequential") return core.PALETTES.sequential;
+    return this.root.dataset.theme === "dark" ? core.PALETTES.diverging_dark : core.PALETTES.diverging_light;
+  }
+
+  // Cells as large as the row of panels allows next to the info column (24-54 px).
+  cellSize(g) {
+    const width = this.el.clientWidth || 1100;
+    const infoWidth = width >= 1000 ? 400 : 0; // beside the panels when there is room, else below
+    const columns = LAYOUT[this.params.op].reduce((sum, panel) => {
+      const padded = panel === PADDED_PANEL[this.params.op];
+      const cols = { x: g.cols.input, dx: g.cols.input, w: g.cols.kernel, dw: g.cols.kernel,
+                     dy: g.cols.out, y: g.cols.out }[panel] + (padded ? g.cols.before + g.cols.after : 0);
+      const planes = panel === "dy" || panel === "dw" ? g.multiplier : 1;
+      return sum + planes * (cols + 2);
+    }, 2);
+    const beside = Math.floor((width - infoWidth - 120) / columns);
+    const size = beside >= 34 ? beside : Math.floor((width - 120) / columns); // else the info goes below
+    return Math.max(24, Math.min(54, size));
+  }
+
+  renderPanels() {
+    const { g, tensors } = this.result;
+    this.cells = new Map();
+    this.lit = [];
+    if (g.error) { this.panelsEl.innerHTML = ""; this.panelsEl.style.removeProperty("--cell"); return; }
+    const size = this.cellSize(g);
+    this.panelsEl.style.setProperty("--cell", `${size}px`);
+    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
+    const op = this.params.op;
+    const html = LAYOUT[op].map((panel, i) => {
+      const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
+      return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op]);
+    }).join("");
+    this.panelsEl.innerHTML = html;
+    for (const cell of this.panelsEl.querySelectorAll(".cvz-cell")) {
+      const d = cell.dataset;
+      this.cells.set(cellKey(d.panel, Number(d.channel || 0), Number(d.row), Number(d.col)), cell);
+    }
+  }
+
+  scale(t) {
+    let m = 0;
+    for (const v of t.data) m = Math.max(m, Math.abs(v));
+    return m > 0 ? m : 1;
+  }
+
+  panelHtml(panel, t, padded) {
+    const { g } = this.result;
+    const [sym, words] = PANEL_TITLES[panel];
+    const vmax = this.scale(t);
+    const stops = this.palette("diverging");
+    const pads = padded ? { top: g.rows.before, bottom: g.rows.after, left: g.cols.before, right: g.cols.after }
+                        : { top: 0, bottom: 0, left: 0, right: 0 };
+    const lostRows = padded ? new Set(g.rows.lost) : new Set();
+    const lostCols = padded ? new Set(g.cols.lost) : new Set();
+    const lostWord = this.params.op === "input_grad" ? "no gradient" : "never read";
+    const arrays = this.model.get("arrays") || {};
+    const caption = arrays[panel] && arrays[panel].caption && this.given[panel] === this.result.tensors[panel]
+      ? `<div class="cvz-caption">${esc(arrays[panel].caption)}</div>` : "";
+    const multi = t.channels > 1;
+    const planes = [];
+    for (let ch = 0; ch < t.channels; ch++) {
+      const cols = t.cols + pads.left + pads.right;
+      let cells = `<div class="cvz-corner"></div>`;
+      for (let c = -pads.left; c < t.cols + pads.right; c++)
+        cells += `<div class="cvz-idx cvz-col-idx">${c >= 0 && c < t.cols ? c : ""}</div>`;
+      cells += `<div class="cvz-gutter"></div>`;
+      for (let r = -pads.top; r < t.rows + pads.bottom; r++) {
+        const realRow = r >= 0 && r < t.rows;
+        cells += `<div class="cvz-idx cvz-row-idx">${realRow ? r : ""}</div>`;
+        for (let c = -pads.left; c < t.cols + pads.right; c++) {
+          const real = realRow && c >= 0 && c < t.cols;
+          const chAttr = multi ? ` data-channel="${ch}"` : "";
+          if (!real) {
+            const label = panel === "x" ? "0" : "";
+            const word = panel === "x" ? "padding, value 0" : "padding, not part of dL/dx";
+            cells += `<div class="cvz-cell cvz-pad" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-pad="true"` +
+              ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}"><span class="v">${label}</span></div>`;
+            continue;
+          }
+          const v = core.at(t, r, c, ch);
+          const bg = core.paletteColor(stops, 0.5 + 0.5 * v / vmax);
+          const fg = core.textColorOn(bg);
+          const lost = lostRows.has(r) || lostCols.has(c);
+          const text = core.formatNumber(v);
+          const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
+          const name = multi ? `${PANEL_SYMBOL[panel]}[${r},${c}] channel ${ch}` : `${PANEL_SYMBOL[panel]}[${r},${c}]`;
+          cells += `<div class="cvz-cell${lost ? " cvz-lost" : ""}${long}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
+            ` data-value="${core.exactNumber(v)}" tabindex="-1" role="gridcell"` +
+            ` aria-label="${name} = ${core.exactNumber(v)}${lost ? `, ${lostWord}` : ""}"` +
+            ` style="background:${core.rgbCss(bg)};color:${core.rgbCss(fg)}"><span class="v">${text}</span></div>`;
+        }
+        const lostRow = realRow && lostRows.has(r);
+        cells += `<div class="cvz-gutter${lostRow ? " cvz-lost-label" : ""}"${lostRow ? ` data-lost-row="${r}"` : ""}>${lostRow ? "\u2190 " + lostWord : ""}</div>`;
+      }
+      if (lostCols.size) {
+        cells += `<div class="cvz-corner"></div>`;
+        for (let c = -pads.left; c < t.cols + pads.right; c++) {
+          const lost = lostCols.has(c) && c >= 0 && c < t.cols;
+          cells += `<div class="cvz-idx${lost ? " cvz-lost-label cvz-lost-col" : ""}"${lost ? ` data-lost-col="${c}" title="${lostWord}"` : ""}>${lost ? "\u2191" : ""}</div>`;
+        }
+        cells += `<div class="cvz-gutter cvz-lost-label">${[...lostCols].length ? "\u2191 " + lostWord : ""}</div>`;
+      }
+      const label = multi ? `<div class="cvz-channel">channel ${ch}</div>` : "";
+      planes.push(`<div class="cvz-plane">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${multi ? ` channel ${ch}` : ""}"` +
+        ` style="grid-template-columns: var(--idx) repeat(${cols}, var(--cell)) auto">${cells}</div></div>`);
+    }
+    const legend = `<div class="cvz-legend" aria-label="colour scale from ${-vmax} to ${vmax}">
+        <span>${core.formatNumber(-vmax)}</span>
+        <span class="cvz-ramp" style="background:linear-gradient(to right, ${stops.join(", ")})"></span>
+        <span>${core.formatNumber(vmax)}</span></div>`;
+    const padNote = padded && (pads.top || pads.bottom || pads.left || pads.right)
+      ? `<div class="cvz-key"><span class="cvz-swatch cvz-pad"></span> padding</div>` : "";
+    return `<figure class="cvz-panel" data-panel-box="${panel}"><figcaption><b>${esc(sym)}</b> ${esc(words)}` +
+      `<span class="cvz-shape">${t.rows}\u00d7${t.cols}${multi ? `\u00d7${t.channels}` : ""}</span></figcaption>${caption}` +
+      `<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
+  }
+
+  // Swap in the kernel's numbers when Python's reply is for the setting on screen.
+  applyKernelResult(fromEvent) {
+    const reply = this.model.get("kernel_result") || {};
+    const { g, output } = this.result;
+    const source = this.q(".cvz-source");
+    if (g.error || !output || reply.key !== core.settingKey(this.params) || reply.panel !== output || !reply.data) {
+      source.textContent = this.model.get("kernel_result") === undefined
+        ? "Numbers computed in this page (JavaScript, float64) by the same rules as convviz."
+        : "Numbers computed in the browser; waiting for the convviz kernels\u2026";
+      return;
+    }
+    const t = this.result.tensors[output];
+    t.data = Float64Array.from(reply.data);
+    source.textContent = `Numbers from ${reply.source}.`;
+    this.kernelApplied = true;
+    this.root.dataset.numbers = "kernel";
+    if (fromEvent) {
+      const focus = this.pinned || this.hovered;
+      this.renderPanels();
+      this.restoreFocus(focus);
+    }
+  }
+
+  // -- focus: hover, pin, keyboard ------------------------------------------------
+  cellInfo(el) {
+    const d = el.dataset;
+    return { panel: d.panel, ch: Number(d.channel || 0), r: Number(d.row), c: Number(d.col), pad: d.pad === "true" };
+  }
+
+  onPointer(e) {
+    const el = e.target.closest(".cvz-cell, .cvz-lost-label");
+    if (!el || !this.panelsEl.contains(el)) return;
+    if (el.classList.contains("cvz-lost-label") && !el.classList.contains("cvz-cell")) {
+      this.hovered = { lostRow: el.dataset.lostRow, lostCol: el.dataset.lostCol };
+    } else {
+      this.hovered = this.cellInfo(el);
+      if (e.type === "focusin") this.focusTarget = this.hovered;
+    }
+    this.showActive();
+  }
+
+  onClick(e) {
+    const el = e.target.closest(".cvz-cell");
+    if (!el) return;
+    this.togglePin(this.cellInfo(el));
+    el.focus({ preventScroll: true });
+  }
+
+  togglePin(info) {
+    const same = this.pinned && ["panel", "ch", "r", "c"].every((k) => this.pinned[k] === info[k]);
+    this.pinned = same ? null : info;
+    this.showActive();
+  }
+
+  clearFocus() {
+    this.pinned = null;
+    this.hovered = null;
+    this.stopWalk();
+    if (this.root.contains(document.activeElement)) document.activeElement.blur();
+    this.showActive();
+  }
+
+  onKey(e) {
+    const el = e.target.closest(".cvz-cell");
+    if (!el) return;
+    const info = this.cellInfo(el);
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (moves[e.key]) {
+      e.preventDefault();
+      const [dr, dc] = moves[e.key];
+      const next = this.cells.get(cellKey(info.panel, info.ch, info.r + dr, info.c + dc));
+      if (next) next.focus();
+    } else if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      this.togglePin(info);
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      e.stopPropagation();
+      this.clearFocus();
+    }
+  }
+
+  restoreFocus(focus) {
+    const f = focus || this.pinned || this.hovered;
+    if (f && f.panel && !this.cells.has(cellKey(f.panel, f.ch, f.r, f.c))) {
+      this.pinned = null;
+      this.hovered = null;
+    }
+    // one tab stop per panel: its first cell
+    for (const grid of this.panelsEl.querySelectorAll(".cvz-grid")) {
+      const first = grid.querySelector(".cvz-cell:not(.cvz-pad)") || grid.querySelector(".cvz-cell");
+      if (first) first.tabIndex = 0;
+    }
+    this.showActive();
+  }
+
+  active() {
+    return this.hovered || this.pinned;
+  }
+
+  showActive() {
+    for (const [el, cls] of this.lit) {
+      el.classList.remove(cls);
+      if (cls === "cvz-target") delete el.dataset.product;
+    }
+    this.lit = [];
+    for (const el of this.panelsEl.querySelectorAll(".cvz-pinned")) el.classList.remove("cvz-pinned");
+    if (this.pinned) {
+      const el = this.cells.get(cellKey(this.pinned.panel, this.pinned.ch, this.pinned.r, this.pinned.c));
+      if (el) el.classList.add("cvz-pinned");
+    }
+    const a = this.active();
+    const info = a && !this.result.g.error ? this.explain(a) : null;
+    const title = this.q(".cvz-focus-title"), note = this.q(".cvz-note");
+    if (!info) {
+      title.textContent = "";
+      this.sumEl.innerHTML = "";
+      this.sumEl.dataset.value = "";
+      this.sumEl.hidden = true;
+      note.textContent = "";
+      return;
+    }
+    for (const h of info.lit) {
+      const el = this.cells.get(cellKey(h.panel, h.ch || 0, h.r, h.c));
+      if (!el) continue;
+      el.classList.add(h.cls);
+      if (h.product !== undefined) el.dataset.product = "+" + core.formatNumber(h.product).replace(/^\+?/, "");
+      this.lit.push([el, h.cls]);
+    }
+    if (a.panel) {
+      const src = this.cells.get(cellKey(a.panel, a.ch, a.r, a.c));
+      if (src) { src.classList.add("cvz-source-cell"); this.lit.push([src, "cvz-source-cell"]); }
+    }
+    title.textContent = info.title;
+    note.textContent = info.note || "";
+    if (info.sum) {
+      this.sumEl.hidden = false;
+      this.sumEl.dataset.value = core.exactNumber(info.sum.value);
+      this.sumEl.innerHTML = this.sumHtml(info.sum);
+    } else {
+      this.sumEl.hidden = true;
+      this.sumEl.dataset.value = "";
+      this.sumEl.innerHTML = "";
+    }
+  }
+
+  sumHtml(sum) {
+    const shown = sum.terms.slice(0, MAX_SHOWN_TERMS);
+    const more = sum.terms.length - shown.length;
+    const tail = more > 0 ? ` + \u2026 (${more} more)` : "";
+    const f = (v) => (v < 0 ? `(${core.formatNumber(v)})` : core.formatNumber(v));
+    const symbols = shown.map((t) => `${t.a}\u00b7${t.b}`).join(" + ") + tail;
+    const numbers = shown.map((t) => `${f(t.va)}\u00b7${f(t.vb)}`).join(" + ") + tail;
+    const empty = sum.terms.length === 0;
+    return `<div class="cvz-sum-lhs">${esc(sum.lhs)} =</div>` +
+      (empty ? `<div class="cvz-sum-terms">no terms (nothing reaches it)</div>`
+             : `<div class="cvz-sum-terms">${esc(symbols)}</div><div class="cvz-sum-terms">= ${esc(numbers)}</div>`) +
+      `<div class="cvz-sum-value">= <b>${esc(core.formatNumber(sum.value))}</b></div>`;
+  }
+
+  value(panel, r, c, ch = 0) {
+    return core.at(this.result.tensors[panel], r, c, ch);
+  }
+
+  // What to light and say for the focused cell.
+  explain(a) {
+    const { g } = this.result;
+    if (a.lostRow !== undefined || a.lostCol !== undefined) {
+      const axis = a.lostRow !== undefined ? "rows" : "cols";
+      const i = Number(a.lostRow !== undefined ? a.lostRow : a.lostCol);
+      const lit = [];
+      const panel = PADDED_PANEL[this.params.op];
+      const t = this.result.tensors[panel];
+      for (let k = 0; k < (axis === "rows" ? t.cols : t.rows); k++)
+        lit.push(axis === "rows" ? { panel, r: i, c: k, cls: "cvz-in" } : { panel, r: k, c: i, cls: "cvz-in" });
+      return { title: `${axis === "rows" ? "Row" : "Column"} ${i} of ${PANEL_SYMBOL[panel]}`, note: core.lostReason(g, axis, i), lit };
+    }
+    const op = this.params.op;
+    const sym = (p, r, c, ch) => `${PANEL_SYMBOL[p]}[${r},${c}${this.result.tensors[p].channels > 1 ? `,${ch}` : ""}]`;
+    if (a.pad) {
+      const notes = [];
+      if (a.r < 0) notes.push(core.paddingReason(g, "rows", true));
+      if (a.r >= g.rows.input) notes.push(core.paddingReason(g, "rows", false));
+      if (a.c < 0) notes.push(core.paddingReason(g, "cols", true));
+      if (a.c >= g.cols.input) notes.push(core.paddingReason(g, "cols", false));
+      notes.push(core.PADDING_HOLDS);
+      const lit = [];
+      if (op === "forward" || op === "filter_grad") {
+        // the windows that read this zero
+        for (const t of core.cellTerms(g, a.r, a.c))
+          lit.push(op === "forward" ? { panel: "y", r: t.oh, c: t.ow, cls: "cvz-target" } : { panel: "dw", r: t.kh, c: t.kw, cls: "cvz-in" });
+      }
+      return { title: `Padding cell (row ${a.r}, column ${a.c})`, note: notes.join(" "), lit };
+    }
+    const v = this.value(a.panel, a.r, a.c, a.ch);
+    const head = `${sym(a.panel, a.r, a.c, a.ch)} = ${core.formatNumber(v)}`;
+    const lit = [];
+    const lostNote = () => {
+      const reasons = [core.lostReason(g, "rows", a.r), core.lostReason(g, "cols", a.c)].filter(Boolean);
+      return reasons.join(" ");
+    };
+    if (op === "input_grad") {
+      if (a.panel === "dy") {
+        let dropped = 0;
+        for (const t of core.windowTerms(g, a.r, a.c)) {
+          const product = v * this.value("w", t.kh, t.kw);
+          lit.push({ panel: "dx", r: t.ih, c: t.iw, cls: "cvz-target", product });
+          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
+          if (t.pad) dropped++;
+        }
+        return { title: `${head} scatters through every tap of W`, lit,
+                 note: `Each lit dL/dx cell receives dy\u00b7W for one tap (written on it).` +
+                   (dropped ? ` ${dropped} of the products land on padding and are dropped.` : "") };
+      }
+      if (a.panel === "dx") {
+        const terms = core.cellTerms(g, a.r, a.c).map((t) => {
+          lit.push({ panel: "dy", r: t.oh, c: t.ow, cls: "cvz-in" });
+          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
+          return { a: sym("dy", t.oh, t.ow, 0), b: sym("w", t.kh, t.kw, 0), va: this.value("dy", t.oh, t.ow), vb: this.value("w", t.kh, t.kw) };
+        });
+        return { title: `${head}: the (dy cell, tap) pairs that reach it`, lit, note: terms.length ? "" : lostNote(),
+                 sum: { lhs: sym("dx", a.r, a.c, 0), terms, value: v } };
+      }
+      if (a.panel === "w") {
+        for (const t of core.tapTerms(g, a.r, a.c)) {
+          lit.push({ panel: "dy", r: t.oh, c: t.ow, cls: "cvz-in" });
+          lit.push({ panel: "dx", r: t.ih, c: t.iw, cls: "cvz-target", product: this.value("dy", t.oh, t.ow) * v });
+        }
+        return { title: `${head}: each dy cell reaches one dL/dx cell through this tap`, lit,
+                 note: "The lit dL/dx cells form a lattice with the stride's spacing, shifted by tap \u00d7 dilation." };
+      }
+    }
+    if (op === "filter_grad") {
+      if (a.panel === "dw") {
+        const m = a.ch;
+        for (const t of core.tapTerms(g, a.r, a.c)) if (t.pad) lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
+        const terms = core.filterTerms(g, a.r, a.c).map((t) => {
+          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
+          lit.push({ panel: "dy", r: t.oh, c: t.ow, ch: m, cls: "cvz-in" });
+          return { a: sym("x", t.ih, t.iw, 0), b: sym("dy", t.oh, t.ow, m), va: this.value("x", t.ih, t.iw), vb: this.value("dy", t.oh, t.ow, m) };
+        });
+        const padTaps = core.tapTerms(g, a.r, a.c).filter((t) => t.pad).length;
+        return { title: `${head}: the input lattice this tap reads, times dL/dy`, lit,
+                 note: padTaps ? `${padTaps} of its reads fall on padding (0) and add nothing.` : "",
+                 sum: { lhs: sym("dw", a.r, a.c, m), terms, value: v } };
+      }
+      if (a.panel === "x") {
+        const pairs = core.cellTerms(g, a.r, a.c);
+        for (let m = 0; m < g.multiplier; m++)
+          for (const t of pairs) {
+            lit.push({ panel: "dy", r: t.oh, c: t.ow, ch: m, cls: "cvz-in" });
+            lit.push({ panel: "dw", r: t.kh, c: t.kw, ch: m, cls: "cvz-target", product: v * this.value("dy", t.oh, t.ow, m) });
+          }
+        return { title: `${head} is read by ${pairs.length} (output cell, tap) pair${pairs.length === 1 ? "" : "s"}`, lit,
+                 note: pairs.length ? "Each lit dL/dW tap gets x\u00b7dy from it (written on the tap)." : lostNote() };
+      }
+      if (a.panel === "dy") {
+        for (const t of core.windowTerms(g, a.r, a.c)) {
+          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
+          const xv = t.pad ? 0 : this.value("x", t.ih, t.iw);
+          lit.push({ panel: "dw", r: t.kh, c: t.kw, ch: a.ch, cls: "cvz-target", product: xv * v });
+        }
+        return { title: `${head}: its window of x, and what it adds to each tap`, lit, note: "" };
+      }
+    }
+    if (op === "forward") {
+      if (a.panel === "y") {
+        let padReads = 0;
+        const terms = [];
+        for (const t of core.windowTerms(g, a.r, a.c)) {
+          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
+          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
+          if (t.pad) { padReads++; continue; }
+          terms.push({ a: sym("x", t.ih, t.iw, 0), b: sym("w", t.kh, t.kw, 0), va: this.value("x", t.ih, t.iw), vb: this.value("w", t.kh, t.kw) });
+        }
+        return { title: `${head}: its window of x times W`, lit,
+                 note: padReads ? `${padReads} taps read padding (0) and add nothing.` : "",
+                 sum: { lhs: sym("y", a.r, a.c, 0), terms, value: v } };
+      }
+      if (a.panel === "x") {
+        const pairs = core.cellTerms(g, a.r, a.c);
+        for (const t of pairs) {
+          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
+          lit.push({ panel: "y", r: t.oh, c: t.ow, cls: "cvz-target", product: v * this.value("w", t.kh, t.kw) });
+        }
+        return { title: `${head} feeds ${pairs.length} output cell${pairs.length === 1 ? "" : "s"}`, lit,
+                 note: pairs.length ? "Each lit y cell gets x\u00b7W from it (written on the cell)." : lostNote() };
+      }
+      if (a.panel === "w") {
+        for (const t of core.tapTerms(g, a.r, a.c)) {
+          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
+          lit.push({ panel: "y", r: t.oh, c: t.ow, cls: "cvz-target", product: (t.pad ? 0 : this.value("x", t.ih, t.iw)) * v });
+        }
+        return { title: `${head}: the input lattice this tap reads`, lit, note: "" };
+      }
+    }
+    return { title: head, lit, note: "" };
+  }
+
+  // -- walking the computation ----------------------------------------------------
+  walkCells() {
+    const { output, tensors } = this.result;
+    if (!output) return [];
+    const t = tensors[output];
+    const list = [];
+    for (let ch = 0; ch < t.channels; ch++)
+      for (let r = 0; r < t.rows; r++) for (let c = 0; c < t.cols; c++) list.push({ panel: output, ch, r, c, pad: false });
+    return list;
+  }
+
+  step() {
+    const list = this.walkCells();
+    if (!list.length) return;
+    this.playIndex = (this.playIndex + 1) % list.length;
+    list.forEach((cell, i) => {
+      const el = this.cells.get(cellKey(cell.panel, cell.ch, cell.r, cell.c));
+      if (el) el.classList.toggle("cvz-pending", i > this.playIndex);
+    });
+    this.root.classList.add("cvz-walking");
+    this.pinned = list[this.playIndex];
+    this.hovered = null;
+    this.showActive();
+    if (this.playIndex === list.length - 1 && this.timer) this.pause();
+  }
+
+  play() {
+    const list = this.walkCells();
+    if (!list.length) return;
+    if (this.playIndex >= list.length - 1) this.playIndex = -1;
+    this.controls.play.textContent = "\u25a0 pause";
+    this.controls.play.setAttribute("aria-pressed", "true");
+    this.step();
+    this.timer = setInterval(() => this.step(), 1000 / this.speed);
+  }
+
+  pause() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.controls) {
+      this.controls.play.textContent = "\u25b6 play";
+      this.controls.play.setAttribute("aria-pressed", "false");
+    }
+  }
+
+  stopWalk() {
+    this.pause();
+    this.playIndex = -1;
+    if (this.root) {
+      this.root.classList.remove("cvz-walking");
+      for (const el of this.root.querySelectorAll(".cvz-pending")) el.classList.remove("cvz-pending");
+    }
+  }
+}
+
+function render({ model, el }) {
+  const view = new ExplorerView(model, el);
+  return () => view.destroy();
+}
+
+// -- the standalone page's model: a plain object, mirrored in the URL query ---------
+export function pageModel(initial, search) {
+  const state = { ...core.defaults(), ...(initial || {}), ...core.parseQuery(search) };
+  const handlers = new Map();
+  return {
+    get: (name) => state[name],
+    set(name, value) {
+      if (state[name] === value) return;
+      state[name] = value;
+      for (const fn of handlers.get(`change:${name}`) || []) fn();
+    },
+    on(event, fn) {
+      if (!handlers.has(event)) handlers.set(event, []);
+      handlers.get(event).push(fn);
+    },
+    off(event, fn) {
+      handlers.set(event, (handlers.get(event) || []).filter((f) => f !== fn));
+    },
+    save_changes() {
+      try {
+        history.replaceState(null, "", core.toQuery(state) + location.hash);
+      } catch (err) {
+        // some browsers refuse to rewrite file:// URLs; the page still works
+      }
+    },
+  };
+}
+
+export function mountPage(el, initial) {
+  const model = pageModel(initial, location.search);
+  const dispose = render({ model, el });
+  return { model, dispose, core };
+}
+
+export { core, render };
+export default { render };

@@ -1,0 +1,75 @@
+// Unit tests of the explorer's numeric core, under Node's own runner (node --test).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as core from "../../convviz/explorer/core.js";
+
+test("SAME puts the odd padding cell after (TensorFlow)", () => {
+  const a = core.axisGeometry(8, 3, 2, 1, "SAME");
+  assert.deepEqual([a.out, a.before, a.after], [4, 0, 1]);
+  const b = core.axisGeometry(7, 3, 1, 2, "SAME"); // eff 5, need 4
+  assert.deepEqual([b.out, b.before, b.after, b.eff], [7, 2, 2, 5]);
+});
+
+test("VALID stride 3 on 8 loses the last two rows, and says why", () => {
+  const g = core.geometry({ input_h: 8, input_w: 8, kernel_h: 3, kernel_w: 3, stride_h: 3, stride_w: 3, padding: "VALID" });
+  assert.deepEqual(g.rows.lost, [6, 7]);
+  assert.match(core.lostReason(g, "rows", 7), /stop at row 5/);
+  assert.equal(core.lostReason(g, "rows", 0), null);
+});
+
+test("a stride wider than the kernel skips rows between windows", () => {
+  const g = core.geometry({ input_h: 9, input_w: 9, kernel_h: 2, kernel_w: 2, stride_h: 3, stride_w: 3, padding: "VALID" });
+  assert.deepEqual(g.rows.lost, [2, 5, 8]);
+  assert.match(core.lostReason(g, "rows", 2), /skip/);
+});
+
+test("no window fits is an error, not an exception", () => {
+  const g = core.geometry({ input_h: 2, kernel_h: 5, padding: "VALID" });
+  assert.match(g.error, /No window fits/);
+  assert.equal(core.compute({ input_h: 2, kernel_h: 5, padding: "VALID" }).output, null);
+});
+
+test("the input gradient is the adjoint of the forward pass", () => {
+  const p = { input_h: 7, input_w: 6, kernel_h: 3, kernel_w: 2, stride_h: 2, stride_w: 3, dilation_h: 2, padding: "SAME", seed: 4 };
+  const g = core.geometry(p);
+  const x = core.exampleTensor(1, 1, 7, 6, 1, "integers");
+  const w = core.exampleTensor(1, 2, 3, 2, 1, "integers");
+  const dy = core.exampleTensor(1, 3, g.rows.out, g.cols.out, 1, "integers");
+  const y = core.forward(g, x, w), dx = core.inputGrad(g, w, dy);
+  const dot = (a, b) => a.data.reduce((s, v, i) => s + v * b.data[i], 0);
+  assert.equal(dot(y, dy), dot(x, dx));
+});
+
+test("the hash is fixed (Python mirrors these values)", () => {
+  // Pinned: changing the hash changes every example in every course that links a seed.
+  assert.deepEqual([0, 1, 2, 3].map((i) => core.hash32(0, 1, i)), [3338833744, 273988755, 81517689, 741570629]);
+  assert.equal(core.hash32(7, 2, 5), 3014653492);
+  assert.notEqual(core.hash32(7, 2, 5), core.hash32(7, 2, 6));
+  const values = new Set(Array.from({ length: 200 }, (_, i) => core.exampleValue(3, 1, i, "integers")));
+  assert.deepEqual([...values].sort(), [-1, -2, 1, 2, 3].sort());
+  for (let i = 0; i < 200; i++) assert.notEqual(core.exampleValue(3, 1, i, "decimals"), 0);
+});
+
+test("the URL query round-trips and bad values fall back to defaults", () => {
+  const p = core.normalize({ input_h: 7, input_w: 9, stride_h: 2, stride_w: 3, padding: "EXPLICIT",
+                             pad_top: 1, pad_bottom: 0, pad_left: 2, pad_right: 1, op: "filter_grad", multiplier: 2, seed: 5 });
+  assert.deepEqual(core.normalize(core.parseQuery(core.toQuery(p))), p);
+  const q = core.parseQuery("?input=5&kernel=2x4&padding=valid&op=nonsense&stride=999");
+  assert.deepEqual([q.input_h, q.input_w, q.kernel_h, q.kernel_w, q.padding, q.op, q.stride_h],
+                   [5, 5, 2, 4, "VALID", "input_grad", 6]);
+});
+
+test("text on any palette colour meets WCAG AA (4.5:1)", () => {
+  for (const stops of Object.values(core.PALETTES))
+    for (let i = 0; i <= 200; i++) {
+      const bg = core.paletteColor(stops, i / 200);
+      assert.ok(core.contrastRatio(bg, core.textColorOn(bg)) >= 4.5, `${bg}`);
+    }
+});
+
+test("numbers are written with a real minus sign, and exactly in data-value", () => {
+  assert.equal(core.formatNumber(-3), "\u22123");
+  assert.equal(core.formatNumber(0.30000000000000004), "0.3");
+  assert.equal(core.exactNumber(0.30000000000000004), "0.30000000000000004");
+  assert.equal(core.exactNumber(-0), "0");
+});
