@@ -129,7 +129,7 @@ viz.scatter(s, out_cell=(1, 1));
     code("viz.coverage(s);"),
     md("""
 The next notebooks go through these pictures one at a time. In JupyterLab,
-`convviz.widgets.explore()` (notebook 08) lets you change every parameter with sliders.
+`convviz.explore()` (notebook 08) lets you point at any number and see the cells and the worked sum that make it.
 """),
     *exercise(
         "Compute the input gradient of a 7x7 input for a 3x3 all-ones kernel with stride 3 and VALID "
@@ -521,20 +521,71 @@ NOTEBOOKS["08_explorer.ipynb"] = [
     md("""
 # The explorer
 
-Change any parameter and watch the gradient's geometry change: input size, kernel size,
-stride and dilation (rows and columns separately), the padding mode with explicit per-side
-pads, the op, and the output cell (or filter tap) to follow -- or press play to walk
-through them. Settings that are not a convolution show a message.
+Point at any number and see where it comes from. Each panel is a grid of numbered cells:
+the kernel `W`, the output gradient `dL/dy` and the input gradient `dL/dx` (or `x`, `dL/dy`
+and the depthwise filter gradient `dL/dW`, or `x`, `W` and the forward output `y`).
+
+- **Hover** (or tab to) a `dL/dx` cell: the `dL/dy` cells and kernel taps that reach it light
+  up, and the worked sum is written out with its numbers. The numbers come from convviz's kernels.
+- Hover a `dL/dy` cell: the cells it scatters to light up, each with its product written on it.
+- Hover a padding cell (dashed) to read why it is there; rows marked *no gradient* are real
+  input rows that no window reads.
+- **Click** or **Enter** pins a cell, **arrow keys** move, **Escape** clears; **play** walks the
+  output cell by cell.
+
+Every control changes one parameter: rows and columns separately.
 """),
     code("""
-%matplotlib inline
-from convviz.widgets import explore
-explorer = explore(input_size=8, kernel_size=3, strides=2, padding="SAME")
-explorer
+import numpy as np
+import convviz
+
+convviz.explore(input=8, kernel=3, stride=2, padding="SAME")
 """),
     md("""
-Try: stride 2 with kernel 4 (even overlap), stride 2 with dilation 2 (gridding), VALID with
-an input of 8 and stride 3 (lost rows), and the depthwise filter gradient with the play button.
+## Presets to try
+
+Stride 3 on an input of 8 with VALID padding: the last two rows get no gradient at all.
+Hover the band's label to read why.
+"""),
+    code("""
+convviz.explore(input=8, kernel=3, stride=3, padding="VALID")
+"""),
+    md("""
+The depthwise filter gradient with a channel multiplier of 2 and dilation 2: hover a tap of
+`dL/dW` to see the lattice of input cells it reads (gridding).
+"""),
+    code("""
+convviz.explore(op="filter_grad", input=9, kernel=3, stride=2, dilation=2, multiplier=2)
+"""),
+    md("""
+## Your own numbers
+
+Pass `x=`, `W=` or `dy=` (2-D, or one channel of a 4-D array: `data_format=` and
+`channel=` say which). Arrays fix the sizes they imply; a wrong shape is an error that says
+what was expected.
+"""),
+    code("""
+x = np.arange(36.0).reshape(6, 6) % 7 - 3
+W = np.array([[1.0, 0.0, -1.0], [2.0, 0.0, -2.0], [1.0, 0.0, -1.0]])   # a Sobel kernel
+convviz.explore(x=x, W=W, stride=1, padding="SAME")
+"""),
+    md("""
+## Without Python: one HTML file
+
+`convviz page --out explorer.html` (or `convviz.explorer.write_page`) writes the same explorer
+as a single file that works offline. Settings in its URL query make a link to a preset, for
+example `explorer.html?input=8&stride=3&padding=VALID` or
+`explorer.html?op=filter_grad&input=9&stride=2&dilation=2&multiplier=2`; every control you
+change rewrites the query, so the address bar always holds a link to what you see.
+
+The earlier matplotlib explorer, `convviz.widgets.explore()`, stays as a static fallback for
+front ends without JavaScript widgets (it redraws a picture from a running kernel).
+"""),
+    code("""
+from convviz.explorer import write_page
+
+path = write_page("explorer.html", input=8, stride=3, padding="VALID")
+print("open", path.resolve().as_uri() + "?op=filter_grad&multiplier=2")
 """),
 ]
 

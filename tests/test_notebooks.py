@@ -65,3 +65,8 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     if path.name not in ("06_from_tensorflow_and_mindspore.ipynb", "07_speed.ipynb", "08_explorer.ipynb"):
         assert images >= 1, "a tutorial that draws nothing"
+    if path.name == "08_explorer.ipynb":
+        widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        assert widgets == 4, "every explorer cell shows the anywidget"
+        assert (tmp_path / "explorer.html").stat().st_size > 20_000

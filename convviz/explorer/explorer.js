@@ -218,6 +218,7 @@ class ExplorerView {
     this.given = given;
     this.result = core.compute(this.params, given);
     this.kernelApplied = false;
+    this.root.dataset.numbers = "page"; // "kernel" once Python's reply for this setting is in
     this.applyTheme(false);
     this.syncControls();
     this.renderHead();
@@ -297,15 +298,27 @@ class ExplorerView {
     this.cells = new Map();
     this.lit = [];
     if (g.error) { this.panelsEl.innerHTML = ""; this.panelsEl.style.removeProperty("--cell"); return; }
-    const size = this.cellSize(g);
-    this.panelsEl.style.setProperty("--cell", `${size}px`);
-    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
     const op = this.params.op;
-    const html = LAYOUT[op].map((panel, i) => {
-      const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
-      return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op]);
-    }).join("");
-    this.panelsEl.innerHTML = html;
+    const draw = (size) => {
+      this.panelsEl.style.setProperty("--cell", `${size}px`);
+      this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
+      this.panelsEl.innerHTML = LAYOUT[op].map((panel, i) => {
+        const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
+        return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op]);
+      }).join("");
+    };
+    let size = this.cellSize(g);
+    draw(size);
+    // The estimate ignores captions, gutters and gaps: if the row of panels wrapped,
+    // shrink the cells to the width there is (once), so inputs and output stay side by side.
+    const boxes = this.panelsEl.querySelectorAll(".cvz-panel");
+    const wrapped = boxes.length > 1 && boxes[boxes.length - 1].offsetTop > boxes[0].offsetTop + 4;
+    if (wrapped && size > 24) {
+      const needed = Array.from(boxes).reduce((sum, b) => sum + b.offsetWidth + 18, 60);
+      const available = this.panelsEl.parentElement.clientWidth;
+      const smaller = Math.max(24, Math.floor(size * Math.min(1, available / needed)) - 1);
+      if (smaller < size) draw((size = smaller));
+    }
     for (const cell of this.panelsEl.querySelectorAll(".cvz-cell")) {
       const d = cell.dataset;
       this.cells.set(cellKey(d.panel, Number(d.channel || 0), Number(d.row), Number(d.col)), cell);
@@ -516,7 +529,7 @@ class ExplorerView {
       const el = this.cells.get(cellKey(h.panel, h.ch || 0, h.r, h.c));
       if (!el) continue;
       el.classList.add(h.cls);
-      if (h.product !== undefined) el.dataset.product = "+" + core.formatNumber(h.product).replace(/^\+?/, "");
+      if (h.product !== undefined) el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
       this.lit.push([el, h.cls]);
     }
     if (a.panel) {

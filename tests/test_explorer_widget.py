@@ -1,0 +1,191 @@
+"""The explorer's Python side: convviz.explore's arguments, the widget's traits and the
+kernels' numbers it sends, the standalone page's HTML, and ``convviz page``."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import traitlets
+
+import convviz
+from convviz import reference
+from convviz.cli import main
+from convviz.explorer import Explorer, explore, page_html, write_page
+from convviz.explorer._setting import PARAMS, compute, defaults, setting_key
+
+
+def _output(ex: Explorer) -> np.ndarray:
+    r = ex.kernel_result
+    return np.asarray(r["data"]).reshape(r["channels"], r["rows"], r["cols"])
+
+
+def test_convviz_explore_is_the_widget():
+    ex = convviz.explore()
+    assert isinstance(ex, Explorer)
+    assert ex.params == defaults()
+    assert ex.kernel_result["key"] == setting_key(ex.params)
+
+
+def test_input_gradient_comes_from_the_kernel():
+    ex = explore(input=(7, 9), kernel=(3, 2), stride=(2, 3), dilation=(1, 2), pads=(1, 0, 2, 1), seed=5)
+    assert ex.padding == "EXPLICIT"
+    c = compute(ex.params)
+    w, dy = c.inputs["w"][0], c.inputs["dy"][0]
+    expected = convviz.conv2d_backprop_input(
+        [1, 7, 9, 1], w[:, :, None, None], dy[None, :, :, None], [1, 2, 3, 1], "EXPLICIT",
+        explicit_paddings=[0, 0, 1, 0, 2, 1, 0, 0], dilations=[1, 1, 2, 1])
+    np.testing.assert_array_equal(_output(ex)[0], expected[0, :, :, 0])
+    assert ex.kernel_result["source"].startswith("convviz.conv2d_backprop_input")
+
+
+def test_filter_gradient_with_a_multiplier_comes_from_the_kernel():
+    ex = explore(op="filter_grad", input=8, kernel=3, stride=2, padding="SAME", multiplier=3, values="decimals")
+    c = compute(ex.params)
+    x, dy = c.inputs["x"][0], c.inputs["dy"]
+    expected = convviz.depthwise_conv2d_native_backprop_filter(
+        x[None, :, :, None], [3, 3, 1, 3], dy.transpose(1, 2, 0)[None], [1, 2, 2, 1], "SAME")
+    out = _output(ex)
+    assert out.shape == (3, 3, 3)
+    np.testing.assert_array_equal(out, expected[:, :, 0, :].transpose(2, 0, 1))
+
+
+def test_forward_matches_the_reference():
+    ex = explore(op="forward", input=6, kernel=3, stride=1, dilation=2, padding="SAME")
+    c = compute(ex.params)
+    expected = reference.conv2d(c.inputs["x"][0][None, :, :, None], c.inputs["w"][0][:, :, None, None],
+                                [1, 1, 1, 1], "SAME", dilations=[1, 2, 2, 1])
+    np.testing.assert_array_equal(_output(ex)[0], expected[0, :, :, 0])
+
+
+def test_every_trait_change_recomputes():
+    ex = explore()
+    before = ex.kernel_result
+    for name, value in [("stride_h", 1), ("kernel_w", 2), ("padding", "VALID"), ("seed", 3), ("op", "forward"),
+                        ("values", "decimals"), ("input_w", 9), ("dilation_h", 2)]:
+        setattr(ex, name, value)
+        assert ex.kernel_result["key"] == setting_key(ex.params), name
+        assert ex.kernel_result != before, name
+        before = ex.kernel_result
+    key = ex.kernel_result
+    ex.theme = "dark"  # the theme does not change the numbers
+    assert ex.kernel_result is key
+
+
+def test_a_setting_where_no_window_fits_sends_no_numbers():
+    ex = explore(padding="VALID", input=4, kernel=3)
+    ex.kernel_h = 7
+    assert "data" not in ex.kernel_result and ex.kernel_result["key"] == setting_key(ex.params)
+    ex.kernel_h = 3
+    assert "data" in ex.kernel_result
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("stride_h", 0, "stride_h must be between 1 and 6, got 0"),
+    ("input_w", 33, "input_w must be between 1 and 32, got 33"),
+    ("padding", "same", "padding must be one of"),
+    ("op", "backward", "op must be one of"),
+])
+def test_bad_trait_values_are_refused(name, value, words):
+    ex = explore()
+    with pytest.raises(traitlets.TraitError, match=re.escape(words)):
+        setattr(ex, name, value)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(stride=0), ValueError, "stride_h must be between 1 and 6, got 0"),
+    (dict(stride=1.5), TypeError, "stride must be an int, a pair (rows, cols) or 'HxW', got 1.5"),
+    (dict(kernel="3x"), TypeError, "kernel must be an int"),
+    (dict(padding="same"), ValueError, "padding must be one of ('SAME', 'VALID', 'EXPLICIT'), got 'same'"),
+    (dict(pads=(1, 2)), TypeError, "pads must be 4 ints (top, bottom, left, right), got (1, 2)"),
+    (dict(op="conv"), ValueError, "op must be one of"),
+    (dict(x=np.ones(5)), ValueError, "x must be 2-D (rows, cols) or 4-D (NHWC), got shape (5,)"),
+    (dict(W=np.ones((3, 3, 1))), ValueError, "W must be 2-D (rows, cols) or 4-D (HWIO), got shape (3, 3, 1)"),
+    (dict(x=np.array([["a", "b"]])), TypeError, "x must hold real numbers, got dtype <U1"),
+    (dict(x=np.full((3, 3), np.nan)), ValueError, "x must hold finite numbers"),
+    (dict(x=np.ones((40, 4))), ValueError, "x is too large for the explorer: input_h must be between 1 and 32"),
+    (dict(x=np.ones((1, 5, 5, 2)), channel=2), ValueError, "channel: x has 2 channels (shape (1, 5, 5, 2), NHWC), got 2"),
+    (dict(W=np.ones((3, 3, 2, 4)), channel=(0, 4)), ValueError, "channel: W has 4 out_channels"),
+    (dict(dy=np.ones((2, 2)), input=6, stride=2), ValueError, "dy must have shape (3, 3)"),
+    (dict(input=2, kernel=5, padding="VALID"), ValueError, "kernel: no window fits"),
+    (dict(data_format="NCWH"), ValueError, "data_format must be one of ('NHWC', 'NCHW'), got 'NCWH'"),
+])
+def test_bad_arguments_name_the_argument(kwargs, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        explore(**kwargs)
+    with pytest.raises(error, match=re.escape(words)):
+        page_html(**kwargs)
+
+
+def test_user_arrays_are_shown_and_computed_with():
+    x = np.arange(30.0).reshape(5, 6) / 10
+    w = np.array([[1.0, -1.0], [2.0, 0.5]])
+    ex = explore(x=x, W=w, stride=1, padding="VALID")
+    assert ex.op == "forward" and (ex.input_h, ex.input_w, ex.kernel_h, ex.kernel_w) == (5, 6, 2, 2)
+    assert set(ex.locked) == {"input_h", "input_w", "kernel_h", "kernel_w"}
+    assert ex.arrays["x"]["data"] == x.ravel().tolist() and ex.arrays["x"]["caption"] == "your x, 5\u00d76"
+    expected = reference.conv2d(x[None, :, :, None], w[:, :, None, None], [1, 1, 1, 1], "VALID")
+    np.testing.assert_array_equal(_output(ex)[0], expected[0, :, :, 0])
+
+
+def test_a_channel_of_4d_arrays_with_its_layout_stated():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 7))  # NCHW
+    dy = rng.standard_normal((2, 4, 4, 4))
+    ex = explore(x=x, dy=dy, data_format="NCHW", channel=(1, 2), stride=2, kernel=3)
+    assert ex.op == "filter_grad"
+    assert ex.arrays["x"]["caption"] == "your x, batch 0, channel 1 of a (2, 3, 7, 7) NCHW array"
+    assert "channel 2" in ex.arrays["dy"]["caption"]
+    expected = convviz.depthwise_conv2d_native_backprop_filter(
+        x[:1, 1:2], [3, 3, 1, 1], dy[:1, 2:3], [1, 1, 2, 2], "SAME", data_format="NCHW")
+    np.testing.assert_allclose(_output(ex)[0], expected[:, :, 0, 0], rtol=1e-12)
+
+
+def test_user_dy_that_stops_fitting_falls_back_to_example_numbers():
+    dy = np.ones((3, 3))
+    ex = explore(dy=dy, W=np.ones((3, 3)), input=6, stride=2)
+    np.testing.assert_array_equal(compute(ex.params, ex._given).inputs["dy"], dy[None])
+    ex.stride_h = 1  # output 6x3: the user's 3x3 dy no longer fits
+    used = compute(ex.params, ex._given).inputs["dy"]
+    assert used.shape == (1, 6, 3) and not np.array_equal(used[0, :3], dy)
+
+
+def test_the_page_is_one_offline_file(tmp_path):
+    page = page_html(op="filter_grad", multiplier=2, theme="dark")
+    body = page.split("<body>", 1)[1]
+    assert not re.search(r"<[a-z]+[^>]*\s(src|href)\s*=", body, re.I), "the page loads nothing"
+    assert "http://" not in page and "https://" not in page
+    assert "default-src 'none'" in page  # and the browser refuses to load anything else
+    assert 'import * as core' not in page and page.count("<script") == 2
+    assert '"op":"filter_grad"' in page and '"multiplier":2' in page
+    path = write_page(tmp_path / "sub" / "explorer.html", input=5)
+    assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_the_page_embeds_user_arrays_safely():
+    page = page_html(x=np.ones((4, 4)), W=np.ones((2, 2)), title="</script><b>")
+    assert "<title>&lt;/script&gt;&lt;b&gt;</title>" in page
+    assert '"x":{"rows":4,"cols":4,"channels":1' in page
+
+
+def test_cli_page_writes_a_preset(tmp_path, capsys):
+    out = tmp_path / "explorer.html"
+    assert main(["page", "--out", str(out), "--input", "7x9", "--stride", "2", "--pads", "1,0,2,1",
+                 "--op", "filter_grad", "--multiplier", "2", "--seed", "4"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    text = out.read_text(encoding="utf-8")
+    for part in ('"input_h":7', '"input_w":9', '"padding":"EXPLICIT"', '"pad_left":2', '"multiplier":2', '"seed":4'):
+        assert part in text
+
+
+def test_cli_page_refuses_bad_settings(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["page", "--out", str(tmp_path / "e.html"), "--stride", "9"])
+    assert "stride_h must be between 1 and 6, got 9" in capsys.readouterr().err
+
+
+def test_parameters_cover_the_issue_list():
+    assert {"input_h", "input_w", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
+            "padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "op", "multiplier", "seed",
+            "values", "theme"} == set(PARAMS)
