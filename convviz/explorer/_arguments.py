@@ -36,6 +36,7 @@ def _pair(name: str, value: Any) -> tuple[Any, Any]:
         if len(parts) in (1, 2) and all(p.strip().isdigit() for p in parts):
             numbers = [int(p) for p in parts]
             return (numbers[0], numbers[-1])
+        raise TypeError(f"{name} must be an int, a pair (rows, cols) or 'HxW', got {value!r}")
     try:
         first, second = value
     except (TypeError, ValueError):

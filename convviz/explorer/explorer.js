@@ -22,13 +22,21 @@ const LAYOUT = { input_grad: ["w", "dy", "dx"], filter_grad: ["x", "dy", "dw"], 
 const PADDED_PANEL = { input_grad: "dx", filter_grad: "x", forward: "x" };
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const MAX_SHOWN_TERMS = 12;
+const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
+const INFO_WIDTH = 330;
 
+// Fieldsets of controls; a field with several names is one row of inputs (rows x cols, pads).
 const CONTROL_GROUPS = [
-  ["size", [["input_h", "input rows"], ["input_w", "input cols"], ["kernel_h", "kernel rows"], ["kernel_w", "kernel cols"]]],
-  ["step", [["stride_h", "stride rows"], ["stride_w", "stride cols"], ["dilation_h", "dilation rows"], ["dilation_w", "dilation cols"]]],
-  ["padding", [["padding", "padding"], ["pad_top", "pad top"], ["pad_bottom", "pad bottom"], ["pad_left", "pad left"], ["pad_right", "pad right"]]],
-  ["numbers", [["op", "op"], ["multiplier", "multiplier"], ["values", "numbers"], ["seed", "seed"], ["theme", "theme"]]],
+  ["size", [[["input_h", "input_w"], "input rows \u00d7 cols"], [["kernel_h", "kernel_w"], "kernel rows \u00d7 cols"]]],
+  ["step", [[["stride_h", "stride_w"], "stride rows \u00d7 cols"], [["dilation_h", "dilation_w"], "dilation rows \u00d7 cols"]]],
+  ["padding", [[["padding"], "mode"], [["pad_top", "pad_bottom", "pad_left", "pad_right"], "pads top, bottom, left, right"]]],
+  ["numbers", [[["op"], "op"], [["multiplier"], "multiplier"], [["values"], "numbers"], [["seed"], "seed"], [["theme"], "theme"]]],
 ];
+const ARIA_LABELS = {
+  input_h: "input rows", input_w: "input cols", kernel_h: "kernel rows", kernel_w: "kernel cols",
+  stride_h: "stride rows", stride_w: "stride cols", dilation_h: "dilation rows", dilation_w: "dilation cols",
+  pad_top: "pad top", pad_bottom: "pad bottom", pad_left: "pad left", pad_right: "pad right",
+};
 const CHOICE_LABELS = {
   op: { input_grad: "input gradient", filter_grad: "depthwise filter gradient", forward: "forward" },
   values: { integers: "integers", decimals: "decimals" },
@@ -93,13 +101,16 @@ class ExplorerView {
     root.className = "cvz-explorer";
     root.innerHTML = `
       <header class="cvz-head"><h2 class="cvz-title"></h2><p class="cvz-subtitle"></p></header>
-      <form class="cvz-controls" onsubmit="return false">${this.controlsHtml()}</form>
-      <div class="cvz-message" role="alert" hidden></div>
-      <div class="cvz-notice" role="status" hidden></div>
-      <div class="cvz-body">
-        <div class="cvz-panels" role="application" aria-label="convolution panels"></div>
-        <aside class="cvz-info" aria-live="polite">
-          <div class="cvz-focus-title"></div>
+      <div class="cvz-main">
+        <div class="cvz-left">
+          <form class="cvz-controls" onsubmit="return false">${this.controlsHtml()}</form>
+          <div class="cvz-message" role="alert" hidden></div>
+          <div class="cvz-notice" role="status" hidden></div>
+          <div class="cvz-panels" role="application" aria-label="convolution panels"></div>
+        </div>
+        <aside class="cvz-info">
+          ${this.walkHtml()}
+          <div class="cvz-focus-title" aria-live="polite"></div>
           <div class="cvz-sum" data-role="sum" data-value=""></div>
           <div class="cvz-note"></div>
           <div class="cvz-hint">Hover or tab to a number to see where it comes from. Click or Enter pins it;
@@ -113,7 +124,7 @@ class ExplorerView {
     this.panelsEl = this.q(".cvz-panels");
     this.sumEl = this.q('[data-role="sum"]');
     this.controls = {};
-    for (const input of root.querySelectorAll(".cvz-controls [name]")) this.controls[input.name] = input;
+    for (const input of root.querySelectorAll("[name]")) this.controls[input.name] = input;
     for (const [name, input] of Object.entries(this.controls)) {
       if (core.PARAMS[name]) {
         const handler = () => this.onControl(name, input);
@@ -137,22 +148,28 @@ class ExplorerView {
   }
 
   controlsHtml() {
-    const groups = CONTROL_GROUPS.map(([legend, items]) => {
-      const fields = items.map(([name, label]) => {
-        const spec = core.PARAMS[name];
-        const id = `cvz-${name}-${Math.random().toString(36).slice(2, 8)}`;
-        const input = spec.choices
-          ? `<select id="${id}" name="${name}">${spec.choices.map((c) => `<option value="${c}">${esc(CHOICE_LABELS[name][c])}</option>`).join("")}</select>`
-          : `<input id="${id}" name="${name}" type="number" min="${spec.min}" max="${spec.max}" step="1" inputmode="numeric">`;
-        return `<label class="cvz-field" for="${id}"><span>${esc(label)}</span>${input}</label>`;
+    return CONTROL_GROUPS.map(([legend, fields]) => {
+      const html = fields.map(([names, label]) => {
+        const inputs = names.map((name) => {
+          const spec = core.PARAMS[name];
+          const aria = ARIA_LABELS[name] ? ` aria-label="${ARIA_LABELS[name]}" title="${ARIA_LABELS[name]}"` : "";
+          return spec.choices
+            ? `<select name="${name}"${aria}>${spec.choices.map((c) => `<option value="${c}">${esc(CHOICE_LABELS[name][c])}</option>`).join("")}</select>`
+            : `<input name="${name}" type="number" min="${spec.min}" max="${spec.max}" step="1" inputmode="numeric"${aria}>`;
+        });
+        const joiner = names.length === 2 ? `<span class="cvz-times">\u00d7</span>` : "";
+        return `<label class="cvz-field"><span>${esc(label)}</span><span class="cvz-inputs">${inputs.join(joiner)}</span></label>`;
       }).join("");
-      return `<fieldset><legend>${legend}</legend>${fields}</fieldset>`;
+      return `<fieldset><legend>${legend}</legend>${html}</fieldset>`;
     }).join("");
+  }
+
+  walkHtml() {
     const speeds = SPEEDS.map((s) => `<option value="${s}"${s === 2 ? " selected" : ""}>${s} cells/s</option>`).join("");
-    return groups + `<fieldset class="cvz-walk"><legend>walk</legend>
+    return `<div class="cvz-walk" role="group" aria-label="walk through the output">
       <button type="button" name="play" aria-pressed="false">\u25b6 play</button>
       <button type="button" name="step">step \u2192</button>
-      <label class="cvz-field"><span>speed</span><select name="speed">${speeds}</select></label></fieldset>`;
+      <select name="speed" aria-label="speed">${speeds}</select></div>`;
   }
 
   listen() {
@@ -204,8 +221,9 @@ class ExplorerView {
       if (PAD_PARAMS.includes(name) && p.padding !== "EXPLICIT") { disabled = true; why = "used with EXPLICIT padding only"; }
       if (name === "multiplier" && p.op !== "filter_grad") { disabled = true; why = "used by the depthwise filter gradient only"; }
       input.disabled = disabled;
-      input.closest(".cvz-field").classList.toggle("cvz-disabled", disabled);
-      input.closest(".cvz-field").title = why;
+      input.title = why || ARIA_LABELS[name] || "";
+      const field = input.closest(".cvz-field");
+      field.classList.toggle("cvz-disabled", Array.from(field.querySelectorAll("[name]")).every((i) => i.disabled));
     }
   }
 
@@ -280,7 +298,7 @@ class ExplorerView {
   // Cells as large as the row of panels allows next to the info column (24-54 px).
   cellSize(g) {
     const width = this.el.clientWidth || 1100;
-    const infoWidth = width >= 1000 ? 400 : 0; // beside the panels when there is room, else below
+    const infoWidth = width >= WIDE ? INFO_WIDTH + 16 : 0; // the info column (explorer.css's container query)
     const columns = LAYOUT[this.params.op].reduce((sum, panel) => {
       const padded = panel === PADDED_PANEL[this.params.op];
       const cols = { x: g.cols.input, dx: g.cols.input, w: g.cols.kernel, dw: g.cols.kernel,
@@ -288,9 +306,7 @@ class ExplorerView {
       const planes = panel === "dy" || panel === "dw" ? g.multiplier : 1;
       return sum + planes * (cols + 2);
     }, 2);
-    const beside = Math.floor((width - infoWidth - 120) / columns);
-    const size = beside >= 34 ? beside : Math.floor((width - 120) / columns); // else the info goes below
-    return Math.max(24, Math.min(54, size));
+    return Math.max(24, Math.min(54, Math.floor((width - infoWidth - 150) / columns)));
   }
 
   renderPanels() {
@@ -315,7 +331,7 @@ class ExplorerView {
     const wrapped = boxes.length > 1 && boxes[boxes.length - 1].offsetTop > boxes[0].offsetTop + 4;
     if (wrapped && size > 24) {
       const needed = Array.from(boxes).reduce((sum, b) => sum + b.offsetWidth + 18, 60);
-      const available = this.panelsEl.parentElement.clientWidth;
+      const available = this.panelsEl.clientWidth;
       const smaller = Math.max(24, Math.floor(size * Math.min(1, available / needed)) - 1);
       if (smaller < size) draw((size = smaller));
     }
