@@ -295,18 +295,22 @@ class ExplorerView {
     return this.root.dataset.theme === "dark" ? core.PALETTES.diverging_dark : core.PALETTES.diverging_light;
   }
 
-  // Cells as large as the row of panels allows next to the info column (24-54 px).
+  // Cells as large as the row of panels allows (24-54 px): the width left after the info
+  // column, each panel's padding, index column and gutter, and the arrow, over the cells.
   cellSize(g) {
     const width = this.el.clientWidth || 1100;
     const infoWidth = width >= WIDE ? INFO_WIDTH + 16 : 0; // the info column (explorer.css's container query)
-    const columns = LAYOUT[this.params.op].reduce((sum, panel) => {
-      const padded = panel === PADDED_PANEL[this.params.op];
+    const op = this.params.op;
+    let cells = 0, overhead = 90; // arrow, explorer padding
+    for (const panel of LAYOUT[op]) {
+      const padded = panel === PADDED_PANEL[op];
       const cols = { x: g.cols.input, dx: g.cols.input, w: g.cols.kernel, dw: g.cols.kernel,
                      dy: g.cols.out, y: g.cols.out }[panel] + (padded ? g.cols.before + g.cols.after : 0);
       const planes = panel === "dy" || panel === "dw" ? g.multiplier : 1;
-      return sum + planes * (cols + 2);
-    }, 2);
-    return Math.max(24, Math.min(54, Math.floor((width - infoWidth - 150) / columns)));
+      cells += planes * cols;
+      overhead += planes * 50 + 18 + (padded && (g.rows.lost.length || g.cols.lost.length) ? 110 : 0);
+    }
+    return Math.max(24, Math.min(54, Math.floor((width - infoWidth - overhead) / cells) - 2));
   }
 
   renderPanels() {
