@@ -195,6 +195,14 @@ def _demo(argv: list[str]) -> int:
     written.append((out / "input_gradient.gif", "the input gradient built cell by cell"))
     save(animate_input_gradient(setup), out / "input_gradient.html", progress=False)
     written.append((out / "input_gradient.html", "the same animation, interactive (open in a browser)"))
+    from .explorer import write_page
+
+    try:
+        write_page(out / "explorer.html", input=args.input, kernel=args.kernel, stride=args.stride,
+                   dilation=args.dilation, padding=setup.padding, pads=setup.pads if setup.padding == "EXPLICIT" else None)
+        written.append((out / "explorer.html", "the explorer: hover any number to see the sum that makes it (offline)"))
+    except ValueError as err:  # the explorer's sizes are capped for legibility
+        print(f"  (no explorer page: {err})")
     print(f"convviz demo - {setup.describe()}")
     for path, what in written:
         print(f"  wrote {path} ({path.stat().st_size // 1024} KiB): {what}")

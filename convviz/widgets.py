@@ -1,4 +1,9 @@
-"""An ipywidgets explorer of convolution gradients, for Jupyter.
+"""The static fallback explorer: matplotlib figures redrawn by ipywidgets sliders.
+
+The explorer to use is :func:`convviz.explore` (:mod:`convviz.explorer`): numbered
+cells you can hover, pin and walk through, in any notebook front end and as an
+offline page.  This module stays for front ends that cannot run JavaScript widgets
+and for printing: it needs a live Python kernel for every redraw.
 
 ``convviz.widgets.explore()`` shows sliders for the input size, kernel size,
 strides and dilations (rows and columns separately), the padding mode with

@@ -14,7 +14,7 @@ from convviz.cli import main
 def test_demo_writes_its_files_and_says_so(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
-    names = {"coverage.png", "scatter.png", "input_gradient.gif", "input_gradient.html"}
+    names = {"coverage.png", "scatter.png", "input_gradient.gif", "input_gradient.html", "explorer.html"}
     assert {p.name for p in (tmp_path / "demo").iterdir()} == names
     for name in names:
         assert f"wrote {tmp_path / 'demo' / name}" in out
@@ -22,6 +22,8 @@ def test_demo_writes_its_files_and_says_so(tmp_path, capsys):
         assert gif.n_frames == 4 * 4 + 1  # 7x7, stride 2, SAME: 4x4 output cells, then the sum
     html = (tmp_path / "demo" / "input_gradient.html").read_text()
     assert "data:image/png;base64" in html  # standalone: frames embedded
+    page = (tmp_path / "demo" / "explorer.html").read_text()
+    assert '"input_h":7' in page and '"stride_h":2' in page and '"padding":"SAME"' in page
 
 
 def test_demo_takes_geometry_options(tmp_path, capsys):
