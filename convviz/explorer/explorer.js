@@ -306,9 +306,8 @@ class ExplorerView {
       const padded = panel === PADDED_PANEL[op];
       const cols = { x: g.cols.input, dx: g.cols.input, w: g.cols.kernel, dw: g.cols.kernel,
                      dy: g.cols.out, y: g.cols.out }[panel] + (padded ? g.cols.before + g.cols.after : 0);
-      const planes = panel === "dy" || panel === "dw" ? g.multiplier : 1;
-      cells += planes * cols;
-      overhead += planes * 50 + 18 + (padded && (g.rows.lost.length || g.cols.lost.length) ? 110 : 0);
+      cells += cols; // channel planes stack vertically (explorer.css)
+      overhead += 68 + (padded && (g.rows.lost.length || g.cols.lost.length) ? 110 : 0);
     }
     return Math.max(24, Math.min(54, Math.floor((width - infoWidth - overhead) / cells) - 2));
   }
