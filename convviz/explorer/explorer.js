@@ -127,7 +127,7 @@ class ExplorerView {
     for (const input of root.querySelectorAll("[name]")) this.controls[input.name] = input;
     for (const [name, input] of Object.entries(this.controls)) {
       if (core.PARAMS[name]) {
-        const handler = () => this.onControl(name, input);
+        const handler = (e) => this.onControl(name, input, e);
         input.addEventListener("change", handler);
         if (input.type === "number") input.addEventListener("input", handler);
       }
@@ -200,11 +200,13 @@ class ExplorerView {
   }
 
   // -- state changes --------------------------------------------------------------
-  onControl(name, input) {
+  onControl(name, input, event) {
     const raw = input.value;
-    if (input.type === "number" && (raw === "" || !Number.isInteger(Number(raw)))) return; // mid-typing
-    const value = core.coerce(name, raw);
-    if (value === this.params[name]) return;
+    const typing = input.type === "number" && (raw === "" || !Number.isInteger(Number(raw))); // mid-typing
+    const value = typing ? this.params[name] : core.coerce(name, raw);
+    // once committed (change), the control shows the value in use: clamped to its range, or back from empty
+    if (event && event.type === "change" && raw !== String(value)) input.value = String(value);
+    if (typing || value === this.params[name]) return;
     this.params[name] = value;
     this.model.set(name, value);
     this.model.save_changes();
@@ -455,6 +457,7 @@ class ExplorerView {
     const el = e.target.closest(".cvz-cell, .cvz-lost-label");
     if (!el || !this.panelsEl.contains(el)) return;
     if (el.classList.contains("cvz-lost-label") && !el.classList.contains("cvz-cell")) {
+      if (el.dataset.lostRow === undefined && el.dataset.lostCol === undefined) return; // the "\u2191 no gradient" caption
       this.hovered = { lostRow: el.dataset.lostRow, lostCol: el.dataset.lostCol };
     } else {
       this.hovered = this.cellInfo(el);

@@ -1,0 +1,809 @@
+"""The standalone explorer page (``convviz.explorer.write_page``) in Chromium, opened from ``file://``.
+
+Every number the page shows is checked against convviz itself (the kernels through
+``convviz.explorer._setting.compute``, the geometry through ``convviz.geometry``),
+never against the page: hovering a cell lights the cells the geometry says, worked
+sums equal the kernels' values, the URL query sets the controls and a control
+change rewrites it, text on every numbered cell meets WCAG AA in both themes, and
+core.js run inside the page agrees with convviz on every setting of
+``tests/explorer_cases.CASES``.  Screenshots (one per op and theme) are saved in
+``test-artifacts/`` at the repository root.
+
+Every request the page makes other than ``file:`` is aborted, recorded, and fails
+the test: the page must work offline.
+
+It needs the ``playwright`` package (no browser download: it drives
+``/usr/bin/chromium``).  Outside CI it skips when either is missing; in CI
+(``CI=true``) it fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import numpy as np
+import pytest
+
+from convviz.explorer import write_page
+from convviz.explorer._setting import build_geometry, compute, defaults
+from convviz.geometry import same_padding
+from explorer_cases import CASES, check_case
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CONVVIZ_CHROMIUM", "/usr/bin/chromium")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+VIEWPORT = {"width": 1280, "height": 720}
+OPS = ("input_grad", "filter_grad", "forward")
+THEMES = ("light", "dark")
+PAD_NAMES = ("pad_top", "pad_bottom", "pad_left", "pad_right")
+# The setting of the URL test (the brief's preset): asymmetric explicit pads, dilation, unequal strides.
+PRESET_QUERY = "input=7x9&kernel=3x2&stride=2x3&dilation=1x2&padding=EXPLICIT&pads=1,0,2,1&op=input_grad&seed=5"
+
+# Every cell the page draws, as plain data (one round trip).
+CELLS_JS = """(panel) => [...document.querySelectorAll(panel ? `[data-panel="${panel}"]` : "[data-panel]")].map((e) => ({
+  panel: e.dataset.panel, row: Number(e.dataset.row), col: Number(e.dataset.col),
+  ch: e.dataset.channel === undefined ? 0 : Number(e.dataset.channel), hasChannel: e.dataset.channel !== undefined,
+  value: e.dataset.value === undefined ? null : e.dataset.value, pad: e.dataset.pad === "true",
+  classes: [...e.classList], product: e.dataset.product === undefined ? null : e.dataset.product,
+  label: e.getAttribute("aria-label"), text: e.textContent.trim()}))"""
+
+# What tests/explorer/dump.mjs computes for each setting, with the page's own core.
+DUMP_JS = """(settings) => {
+  const core = window.convvizExplorer.core;
+  const plain = (t) => (t ? { rows: t.rows, cols: t.cols, channels: t.channels, data: Array.from(t.data) } : null);
+  const axis = (a) => ({ out: a.out, before: a.before, after: a.after, eff: a.eff, coverage: a.coverage, lost: a.lost });
+  const results = settings.map((params) => {
+    const { g, tensors, output } = core.compute(params);
+    if (g.error) return { error: g.error, rows: axis(g.rows), cols: axis(g.cols) };
+    const tensorsOut = {};
+    for (const [name, t] of Object.entries(tensors)) tensorsOut[name] = plain(t);
+    const sums = [];
+    const t = tensors[output];
+    for (let ch = 0; ch < t.channels; ch++)
+      for (let r = 0; r < t.rows; r++)
+        for (let c = 0; c < t.cols; c++) {
+          let s = 0;
+          if (output === "dx") for (const k of core.cellTerms(g, r, c)) s += core.at(tensors.dy, k.oh, k.ow) * core.at(tensors.w, k.kh, k.kw);
+          else if (output === "dw") for (const k of core.filterTerms(g, r, c)) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.dy, k.oh, k.ow, ch);
+          else for (const k of core.windowTerms(g, r, c)) if (!k.pad) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.w, k.kh, k.kw);
+          sums.push(s);
+        }
+    return { rows: axis(g.rows), cols: axis(g.cols), output, tensors: tensorsOut, sums, key: core.settingKey(params),
+             query: core.toQuery(params), reparsed: core.normalize(core.parseQuery(core.toQuery(params))) };
+  });
+  return { params: core.PARAMS, results };
+}"""
+
+SUM_JS = """() => { const s = document.querySelector('[data-role="sum"]');
+  return { value: s.dataset.value, hidden: s.hidden, text: s.textContent,
+           title: document.querySelector(".cvz-focus-title").textContent,
+           note: document.querySelector(".cvz-note").textContent }; }"""
+
+COLORS_JS = """() => [...document.querySelectorAll("[data-panel]")].filter(
+    (e) => e.dataset.value !== undefined || e.textContent.trim() !== "").map((e) => {
+  const s = getComputedStyle(e);
+  return { panel: e.dataset.panel, row: e.dataset.row, col: e.dataset.col, pad: e.dataset.pad === "true",
+           text: e.textContent.trim(), bg: s.backgroundColor, fg: s.color };
+})"""
+
+
+# ---------------------------------------------------------------------------------
+# Helpers: settings, queries, numbers
+
+
+def setting(**overrides: Any) -> dict[str, Any]:
+    """A full explorer setting: the defaults with ``overrides`` (light theme unless given)."""
+    p = dict(defaults(), theme="light")
+    p.update(overrides)
+    return p
+
+
+def query(p: dict[str, Any]) -> str:
+    """The URL query naming setting ``p`` (every parameter spelled out)."""
+    q = {"input": f"{p['input_h']}x{p['input_w']}", "kernel": f"{p['kernel_h']}x{p['kernel_w']}",
+         "stride": f"{p['stride_h']}x{p['stride_w']}", "dilation": f"{p['dilation_h']}x{p['dilation_w']}",
+         "padding": p["padding"], "pads": ",".join(str(p[n]) for n in PAD_NAMES), "op": p["op"],
+         "multiplier": p["multiplier"], "seed": p["seed"], "values": p["values"], "theme": p["theme"]}
+    return "?" + urlencode(q, safe=",")
+
+
+def params_from_query(search: str) -> dict[str, Any]:
+    """Read a page URL query back into a setting (independently of core.js's parser)."""
+    q = {k: v[0] for k, v in parse_qs(search.lstrip("?")).items()}
+    p = setting(theme="auto")
+    for key, (h, w) in {"input": ("input_h", "input_w"), "kernel": ("kernel_h", "kernel_w"),
+                        "stride": ("stride_h", "stride_w"), "dilation": ("dilation_h", "dilation_w")}.items():
+        if key in q:
+            parts = [int(v) for v in q[key].split("x")]
+            p[h], p[w] = parts[0], parts[-1]
+    if "pads" in q:
+        for name, v in zip(PAD_NAMES, q["pads"].split(",")):
+            p[name] = int(v)
+    for key in ("multiplier", "seed"):
+        if key in q:
+            p[key] = int(q[key])
+    for key in ("padding", "op", "values", "theme"):
+        if key in q:
+            p[key] = q[key]
+    return p
+
+
+def product_value(text: str) -> float:
+    """A cell's ``data-product`` (``+6``, ``+−2``, typographic minus) as a float."""
+    return float(text.lstrip("+").replace("\u2212", "-"))
+
+
+def sel(panel: str, r: int, c: int, ch: int | None = None) -> str:
+    s = f'[data-panel="{panel}"][data-row="{r}"][data-col="{c}"]'
+    return s + (f'[data-channel="{ch}"]' if ch is not None else "")
+
+
+def lit(cells: list[dict], cls: str, panel: str | None = None) -> set[tuple]:
+    return {(c["row"], c["col"]) if not c["hasChannel"] else (c["ch"], c["row"], c["col"])
+            for c in cells if cls in c["classes"] and (panel is None or c["panel"] == panel)}
+
+
+def srgb_luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2.x relative luminance of an sRGB colour with 0-255 channels."""
+    def lin(v: float) -> float:
+        v /= 255
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (lin(v) for v in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    la, lb = srgb_luminance(a), srgb_luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def css_rgb(text: str) -> tuple[tuple[float, float, float], float]:
+    """``rgb(r, g, b)`` / ``rgba(r, g, b, a)`` -> ((r, g, b), alpha)."""
+    m = re.fullmatch(r"rgba?\(([^)]*)\)", text.strip())
+    assert m, text
+    parts = [float(v) for v in m.group(1).replace("/", ",").replace(" ", ",").split(",") if v]
+    return (parts[0], parts[1], parts[2]), (parts[3] if len(parts) > 3 else 1.0)
+
+
+# ---------------------------------------------------------------------------------
+# Fixtures: one Chromium for the module, an offline page per test
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        if IN_CI:
+            pytest.fail(f"browser test cannot run in CI: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if IN_CI:
+        from playwright.sync_api import sync_playwright
+    else:
+        sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    _require(os.path.exists(CHROMIUM), f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Pages:
+    """Opens the explorer page offline: every non-``file:`` request is aborted and recorded."""
+
+    def __init__(self, browser, directory: Path):
+        self.browser = browser
+        self.path = write_page(directory / "explorer.html")
+        self.contexts: list = []
+        self.requested: list[str] = []
+        self.errors: list[str] = []
+        self.checked = False
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url.startswith("file:"):
+            route.continue_()
+        else:
+            self.requested.append(url)
+            route.abort()
+
+    def open(self, search: str = "", viewport: dict | None = None, color_scheme: str = "light"):
+        context = self.browser.new_context(viewport=viewport or VIEWPORT, color_scheme=color_scheme)
+        context.route("**/*", self._route)
+        self.contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda err: self.errors.append(f"page error: {err}"))
+        page.on("console", lambda msg: msg.type == "error" and self.errors.append(f"console: {msg.text}"))
+        page.goto(self.path.as_uri() + search)
+        page.wait_for_function("() => window.convvizExplorer && document.querySelector('.cvz-explorer')")
+        return page
+
+    def check_offline(self) -> None:
+        """Nothing but file: was requested, and the page raised no error."""
+        self.checked = True
+        assert self.requested == [], f"the page tried the network: {self.requested}"
+        assert self.errors == [], self.errors
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
+
+
+@pytest.fixture
+def pages(browser, tmp_path):
+    p = Pages(browser, tmp_path)
+    try:
+        yield p
+        if not p.checked:  # a test that forgot: check anyway
+            p.check_offline()
+    finally:
+        p.close()
+
+
+def open_setting(pages: Pages, p: dict[str, Any]):
+    page = pages.open(query(p))
+    assert page.evaluate("() => location.search") != ""
+    return page
+
+
+def sum_state(page) -> dict[str, Any]:
+    return page.evaluate(SUM_JS)
+
+
+def cells(page, panel: str | None = None) -> list[dict]:
+    return page.evaluate(CELLS_JS, panel)
+
+
+def away(page) -> None:
+    """Move the mouse off the panels (onto the page's title)."""
+    box = page.locator(".cvz-title").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 2)
+
+
+# ---------------------------------------------------------------------------------
+# Hover: which cells light, and the worked sums
+
+
+def test_hovering_a_dy_cell_lights_the_dx_cells_convviz_geometry_names(pages):
+    p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_w=2,
+                padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1, seed=5)
+    g = build_geometry(p)
+    ref = compute(p)
+    w, dy = ref.inputs["w"][0], ref.inputs["dy"][0]
+    page = open_setting(pages, p)
+    (oh_n, ow_n), (kh_n, kw_n) = g.output_hw, g.kernel_hw
+    assert len(cells(page, "dy")) == oh_n * ow_n
+    landed_on_padding = 0
+    for oh in range(oh_n):
+        for ow in range(ow_n):
+            page.hover(sel("dy", oh, ow))
+            got = cells(page)
+            hovered = [c for c in got if "cvz-source-cell" in c["classes"]]
+            assert [(c["panel"], c["row"], c["col"]) for c in hovered] == [("dy", oh, ow)]
+            assert float(hovered[0]["value"]) == dy[oh, ow]
+            expected = {}
+            for kh in range(kh_n):
+                for kw in range(kw_n):
+                    i, j = g.rows.input_index(oh, kh), g.cols.input_index(ow, kw)
+                    assert (i, j) == g.input_cell((oh, ow), (kh, kw))
+                    expected[(i, j)] = dy[oh, ow] * w[kh, kw]
+                    landed_on_padding += g.is_padding((i, j))
+            assert lit(got, "cvz-target", "dx") == set(expected), (oh, ow)
+            assert lit(got, "cvz-target") == set(expected)  # nothing outside dx is a target
+            assert lit(got, "cvz-in", "w") == {(kh, kw) for kh in range(kh_n) for kw in range(kw_n)}
+            for c in got:
+                if c["panel"] == "dx" and "cvz-target" in c["classes"]:
+                    assert product_value(c["product"]) == expected[(c["row"], c["col"])], c
+                    assert c["pad"] == g.is_padding((c["row"], c["col"]))
+                else:
+                    assert c["product"] is None, c
+    assert landed_on_padding > 0  # the setting does send products onto padding
+    pages.check_offline()
+
+
+def test_hovering_dx_cells_shows_the_kernels_value_as_the_worked_sum(pages):
+    p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_w=2,
+                padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1, seed=5)
+    g = build_geometry(p)
+    dx = compute(p).output[0]
+    page = open_setting(pages, p)
+    assert sum_state(page)["hidden"]
+    h, w = g.input_hw
+    for r in range(h):
+        for c in range(w):
+            page.hover(sel("dx", r, c))
+            s = sum_state(page)
+            assert not s["hidden"]
+            assert float(s["value"]) == dx[r, c], (r, c)
+            # the lit (dy cell, tap) pairs are exactly those convviz's geometry sends to (r, c)
+            got = cells(page)
+            pairs = [((oh, ow), (kh, kw)) for oh in range(g.output_hw[0]) for ow in range(g.output_hw[1])
+                     for kh in range(g.kernel_hw[0]) for kw in range(g.kernel_hw[1])
+                     if g.input_cell((oh, ow), (kh, kw)) == (r, c)]
+            assert lit(got, "cvz-in", "dy") == {o for o, _ in pairs}, (r, c)
+            assert lit(got, "cvz-in", "w") == {t for _, t in pairs}, (r, c)
+            if not pairs:
+                assert dx[r, c] == 0 and "no terms" in s["text"]
+    pages.check_offline()
+
+
+def test_a_lost_row_sums_to_zero_and_the_note_says_why(pages):
+    p = setting(input_h=8, input_w=8, kernel_h=3, kernel_w=3, stride_h=3, stride_w=3, padding="VALID")
+    g = build_geometry(p)
+    dx = compute(p).output[0]
+    assert g.rows.zero_gradient_indices().tolist() == [6, 7]  # convviz's own account
+    page = open_setting(pages, p)
+    got = cells(page, "dx")
+    lost_cells = {(c["row"], c["col"]) for c in got if "cvz-lost" in c["classes"]}
+    assert lost_cells == {(r, c) for r in range(8) for c in range(8)
+                          if r in g.zero_gradient_rows() or c in g.zero_gradient_cols()}
+    assert page.eval_on_selector_all("[data-lost-row]", "els => els.map(e => Number(e.dataset.lostRow))") == [6, 7]
+    for r, c in [(0, 0), (2, 4), (5, 5), (6, 2), (7, 0), (3, 7)]:
+        page.hover(sel("dx", r, c))
+        s = sum_state(page)
+        assert float(s["value"]) == dx[r, c], (r, c)
+        if r in (6, 7):
+            assert dx[r, c] == 0
+            assert f"No window reads row {r}" in s["note"] and "exactly 0" in s["note"], s["note"]
+            assert "windows stop at row 5" in s["note"]  # (out - 1) * stride + eff - 1 = 5
+    # The gutter label of a lost row explains it too, and lights its cells.
+    page.hover('[data-lost-row="6"]')
+    s = sum_state(page)
+    assert "No window reads row 6" in s["note"] and s["hidden"]
+    assert lit(cells(page, "dx"), "cvz-in") == {(6, c) for c in range(8)}
+    pages.check_offline()
+
+
+def test_hovering_a_dw_tap_shows_the_depthwise_kernels_value(pages):
+    p = setting(op="filter_grad", multiplier=2, input_h=7, input_w=6, kernel_h=3, kernel_w=3,
+                stride_h=2, stride_w=1, padding="SAME", seed=11)
+    g = build_geometry(p)
+    ref = compute(p)
+    assert ref.source.startswith("convviz.depthwise_conv2d_native_backprop_filter")
+    dw = ref.output  # [multiplier, kh, kw]
+    page = open_setting(pages, p)
+    taps = cells(page, "dw")
+    assert {(c["ch"], c["row"], c["col"]) for c in taps} == {
+        (m, r, c) for m in range(2) for r in range(3) for c in range(3)}
+    assert all(c["hasChannel"] for c in taps) and all(c["hasChannel"] for c in cells(page, "dy"))
+    for m in range(2):
+        for kh in range(3):
+            for kw in range(3):
+                page.hover(sel("dw", kh, kw, m))
+                s = sum_state(page)
+                assert float(s["value"]) == dw[m, kh, kw], (m, kh, kw)
+                got = cells(page)
+                # the dy cells of channel m whose tap (kh, kw) reads a real x cell
+                outs = {(oh, ow) for oh in g.rows.output_range(kh) for ow in g.cols.output_range(kw)}
+                assert lit(got, "cvz-in", "dy") == {(m, oh, ow) for oh, ow in outs}
+    pages.check_offline()
+
+
+def test_hovering_a_y_cell_shows_reference_conv2d(pages):
+    p = setting(op="forward", input_h=6, input_w=7, kernel_h=3, kernel_w=4, stride_h=1, stride_w=2,
+                dilation_h=2, padding="SAME", seed=3, values="decimals")
+    ref = compute(p)
+    assert ref.source.startswith("convviz.reference.conv2d")
+    y = ref.output[0]
+    page = open_setting(pages, p)
+    for r in range(y.shape[0]):
+        for c in range(y.shape[1]):
+            page.hover(sel("y", r, c))
+            assert float(sum_state(page)["value"]) == pytest.approx(y[r, c], abs=1e-12), (r, c)
+    pages.check_offline()
+
+
+def test_padding_cells_explain_same_and_explicit_padding(pages):
+    # SAME with an odd amount to split: input 6, kernel 4, stride 1 needs 3 -> 1 before, 2 after.
+    p = setting(input_h=6, input_w=6, kernel_h=4, kernel_w=4, stride_h=1, stride_w=1, padding="SAME")
+    g = build_geometry(p)
+    before, after = same_padding(6, 4, 1, 1)
+    assert (g.rows.pad_before, g.rows.pad_after) == (before, after) == (1, 2)
+    page = open_setting(pages, p)
+    pads = [c for c in cells(page, "dx") if c["pad"]]
+    assert pads and all(c["value"] is None for c in pads)
+    assert {(c["row"], c["col"]) for c in pads} == {
+        (r, c) for r in range(-1, 8) for c in range(-1, 8) if g.is_padding((r, c))}
+    page.hover(sel("dx", 7, 2))  # a bottom padding row
+    note = sum_state(page)["note"]
+    assert "SAME" in note and f"\u230a3/2\u230b = {before} top and {after} bottom" in note, note
+    assert "one of the 2 bottom rows" in note
+    assert "gradient" in note and "dropped" in note and "not part of x" in note
+    page.hover(sel("dx", -1, 3))  # the top padding row
+    note = sum_state(page)["note"]
+    assert f"= {before} top" in note and "one of the 1 top rows" in note and "dropped" in note
+
+    # EXPLICIT: the pad asked for, per side.
+    p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_w=2,
+                padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1)
+    page = open_setting(pages, p)
+    page.hover(sel("dx", 3, -2))
+    note = sum_state(page)["note"]
+    assert f"Explicit padding: you asked for {p['pad_left']} left columns" in note, note
+    assert "gradient" in note and "dropped" in note
+
+    # Forward: an x padding cell shows 0 and lights the y cells whose window reads it.
+    p = setting(op="forward", input_h=5, input_w=5, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2, padding="SAME")
+    g = build_geometry(p)
+    page = open_setting(pages, p)
+    page.hover(sel("x", -1, 0))
+    assert page.text_content(sel("x", -1, 0)).strip() == "0"
+    readers = {(oh, ow) for oh in range(g.output_hw[0]) for ow in range(g.output_hw[1])
+               for kh in range(3) for kw in range(3) if g.input_cell((oh, ow), (kh, kw)) == (-1, 0)}
+    assert readers and lit(cells(page, "y"), "cvz-target") == readers
+    assert "SAME padding" in sum_state(page)["note"]
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Pinning and the keyboard
+
+
+def test_click_pins_and_a_second_click_unpins(pages):
+    p = setting()
+    dx = compute(p).output[0]
+    page = open_setting(pages, p)
+    page.click(sel("dx", 2, 3))
+    away(page)
+    s = sum_state(page)
+    assert float(s["value"]) == dx[2, 3] and not s["hidden"]
+    got = cells(page, "dx")
+    assert lit(got, "cvz-pinned") == {(2, 3)} and lit(got, "cvz-source-cell") == {(2, 3)}
+    assert lit(cells(page, "dy"), "cvz-in")  # the pairs stay lit
+    # hovering elsewhere shows that cell, leaving the panels shows the pinned one again
+    page.hover(sel("dx", 0, 0))
+    assert float(sum_state(page)["value"]) == dx[0, 0]
+    away(page)
+    assert float(sum_state(page)["value"]) == dx[2, 3]
+    page.click(sel("dx", 2, 3))
+    assert lit(cells(page, "dx"), "cvz-pinned") == set()
+    away(page)
+    assert sum_state(page)["hidden"] and sum_state(page)["value"] == ""
+    assert lit(cells(page), "cvz-in") == set() and lit(cells(page), "cvz-source-cell") == set()
+    pages.check_offline()
+
+
+def test_keyboard_moves_pins_and_clears(pages):
+    p = setting(input_h=6, input_w=6, stride_h=1, stride_w=1)
+    dx = compute(p).output[0]
+    page = open_setting(pages, p)
+    active = "() => { const d = document.activeElement.dataset; return [d.panel, Number(d.row), Number(d.col)]; }"
+    # each panel has one tab stop: its first real cell
+    assert page.eval_on_selector_all("[data-panel][tabindex='0']", "els => els.map(e => e.dataset.panel)") == [
+        "w", "dy", "dx"]
+    page.focus(sel("dx", 0, 0))
+    assert page.evaluate(active) == ["dx", 0, 0]
+    assert float(sum_state(page)["value"]) == dx[0, 0]
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(active) == ["dx", 0, 1]
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(active) == ["dx", 1, 1]
+    assert float(sum_state(page)["value"]) == dx[1, 1]
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(active) == ["dx", 1, 1]
+    page.keyboard.press("Enter")
+    assert lit(cells(page, "dx"), "cvz-pinned") == {(1, 1)}
+    page.keyboard.press("ArrowRight")  # focus moves on, the pin stays
+    assert page.evaluate(active) == ["dx", 1, 2]
+    assert lit(cells(page, "dx"), "cvz-pinned") == {(1, 1)}
+    page.keyboard.press("Escape")
+    assert lit(cells(page), "cvz-pinned") == set() and lit(cells(page), "cvz-source-cell") == set()
+    assert sum_state(page)["hidden"]
+    assert page.evaluate("() => document.activeElement.closest('[data-panel]') === null")
+    # W's first tap: arrows stop at the panel's edge
+    page.focus(sel("w", 0, 0))
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(active) == ["w", 0, 0]
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Walking the computation
+
+
+def test_step_and_play_walk_the_output_cells(pages):
+    p = setting()  # 6x6 input, kernel 3, stride 2, SAME: dx is 6x6
+    dx = compute(p).output[0]
+    n = dx.size
+    page = open_setting(pages, p)
+    state = """() => { const pinned = document.querySelector(".cvz-pinned");
+      return { pinned: pinned ? [pinned.dataset.panel, Number(pinned.dataset.row), Number(pinned.dataset.col)] : null,
+               sum: document.querySelector('[data-role="sum"]').dataset.value,
+               pending: [...document.querySelectorAll(".cvz-pending")].map((e) => [Number(e.dataset.row), Number(e.dataset.col)]),
+               walking: document.querySelector(".cvz-explorer").classList.contains("cvz-walking"),
+               pressed: document.querySelector('[name="play"]').getAttribute("aria-pressed") }; }"""
+    assert page.evaluate(state)["pending"] == []
+    page.click('[name="step"]')
+    s = page.evaluate(state)
+    assert s["pinned"] == ["dx", 0, 0] and float(s["sum"]) == dx[0, 0] and s["walking"]
+    assert sorted(map(tuple, s["pending"])) == [(r, c) for r in range(6) for c in range(6)][1:]
+    page.click('[name="step"]')
+    s = page.evaluate(state)
+    assert s["pinned"] == ["dx", 0, 1] and float(s["sum"]) == dx[0, 1] and len(s["pending"]) == n - 2
+
+    page.select_option('[name="speed"]', "8")
+    page.click('[name="play"]')
+    first = page.evaluate(state)
+    assert first["pressed"] == "true"
+    page.wait_for_timeout(900)  # 8 cells/s
+    later = page.evaluate(state)
+    index = later["pinned"][1] * 6 + later["pinned"][2]
+    assert index > first["pinned"][1] * 6 + first["pinned"][2] + 2
+    assert float(later["sum"]) == dx[later["pinned"][1], later["pinned"][2]]
+    assert len(later["pending"]) == n - 1 - index  # every later cell is hidden
+    page.click('[name="play"]')  # pause
+    paused = page.evaluate(state)
+    assert paused["pressed"] == "false"
+    page.wait_for_timeout(400)
+    assert page.evaluate(state) == paused  # frozen
+    index = paused["pinned"][1] * 6 + paused["pinned"][2]
+    assert len(paused["pending"]) == n - 1 - index and index < n - 1
+    # the next cell is hidden: its text has the colour of its background
+    r, c = divmod(index + 1, 6)
+    assert [r, c] in paused["pending"]
+    colors = page.eval_on_selector(sel("dx", r, c),
+                                   "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]")
+    assert colors[0] == colors[1]
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# The URL query and the controls
+
+
+def _controls(page) -> dict[str, str]:
+    return page.eval_on_selector_all(".cvz-controls [name]",
+                                     "els => Object.fromEntries(els.map(e => [e.name, e.value]))")
+
+
+def _check_numbers(page, p: dict[str, Any]) -> None:
+    ref = compute(p)
+    got = [c for c in cells(page, ref.output_panel) if not c["pad"]]
+    assert len(got) == ref.output.size
+    for c in got:
+        assert float(c["value"]) == ref.output[c["ch"], c["row"], c["col"]], c
+        assert c["label"] and c["value"] in c["label"]
+    for name, plane in ref.inputs.items():
+        shown = {(c["ch"], c["row"], c["col"]): float(c["value"]) for c in cells(page, name) if not c["pad"]}
+        assert shown == {idx: v for idx, v in np.ndenumerate(plane)}, name
+
+
+def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
+    page = pages.open("?" + PRESET_QUERY)
+    p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_h=1,
+                dilation_w=2, padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1,
+                op="input_grad", seed=5, theme="auto")
+    assert params_from_query(page.evaluate("location.search")) == p
+    controls = _controls(page)
+    for name, value in p.items():
+        assert controls[name] == str(value), name
+    _check_numbers(page, p)
+    dx_pads = [c for c in cells(page, "dx") if c["pad"]]
+    assert len(dx_pads) == (7 + 1 + 0) * (9 + 2 + 1) - 7 * 9
+    assert float(page.get_attribute(".cvz-explorer", "data-render-ms")) >= 0
+
+    # A number control: fill and commit.
+    page.fill('[name="stride_h"]', "3")
+    page.dispatch_event('[name="stride_h"]', "change")
+    p["stride_h"] = 3
+    search = page.evaluate("location.search")
+    assert "stride=3&" in search, search  # both strides are 3 now
+    assert params_from_query(search) == p
+    oh, ow = build_geometry(p).output_hw
+    assert f"output {oh}\u00d7{ow}" in page.text_content(".cvz-subtitle")
+    _check_numbers(page, p)
+
+    # A select: the op, then the padding.
+    page.select_option('[name="op"]', "filter_grad")
+    p["op"] = "filter_grad"
+    search = page.evaluate("location.search")
+    assert "op=filter_grad" in search and "multiplier=1" in search
+    assert params_from_query(search) == p
+    _check_numbers(page, p)
+    page.fill('[name="multiplier"]', "3")
+    page.dispatch_event('[name="multiplier"]', "change")
+    p["multiplier"] = 3
+    assert params_from_query(page.evaluate("location.search")) == p
+    _check_numbers(page, p)
+    page.select_option('[name="padding"]', "VALID")
+    p["padding"] = "VALID"
+    search = page.evaluate("location.search")
+    assert "padding=VALID" in search and "pads=" not in search
+    assert params_from_query(search) == dict(p, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
+    _check_numbers(page, p)
+
+    # The rewritten URL reopens the same setting.
+    page.reload()
+    page.wait_for_function("() => window.convvizExplorer")
+    controls = _controls(page)
+    for name in ("input_h", "input_w", "stride_h", "stride_w", "dilation_w", "op", "multiplier", "padding", "seed"):
+        assert controls[name] == str(p[name]), name
+    _check_numbers(page, p)
+    pages.check_offline()
+
+
+def test_controls_that_do_not_apply_are_disabled(pages):
+    page = pages.open("?op=input_grad&padding=SAME")
+    disabled = f"""() => Object.fromEntries([...{list(PAD_NAMES) + ['multiplier', 'stride_h', 'op']!r}].map(
+        (n) => [n, document.querySelector(`[name="${{n}}"]`).disabled]))"""
+    d = page.evaluate(disabled)
+    assert d == {"pad_top": True, "pad_bottom": True, "pad_left": True, "pad_right": True,
+                 "multiplier": True, "stride_h": False, "op": False}
+    assert page.eval_on_selector('[name="multiplier"]',
+                                 "e => e.closest('.cvz-field').classList.contains('cvz-disabled')")
+    page.select_option('[name="padding"]', "EXPLICIT")
+    d = page.evaluate(disabled)
+    assert not any(d[n] for n in PAD_NAMES) and d["multiplier"]
+    page.select_option('[name="op"]', "filter_grad")
+    d = page.evaluate(disabled)
+    assert not any(d[n] for n in PAD_NAMES) and not d["multiplier"]
+    page.select_option('[name="op"]', "forward")
+    page.select_option('[name="padding"]', "VALID")
+    d = page.evaluate(disabled)
+    assert all(d[n] for n in PAD_NAMES) and d["multiplier"]
+    pages.check_offline()
+
+
+def test_a_setting_where_no_window_fits_says_so_and_recovers(pages):
+    p = setting(input_h=2, input_w=2, kernel_h=5, kernel_w=5, padding="VALID")
+    assert compute(p) is None and 0 in build_geometry(p).output_hw  # convviz: the output is empty
+    page = open_setting(pages, p)
+    message = page.locator(".cvz-message")
+    assert message.is_visible() and "No window fits" in message.text_content()
+    assert cells(page) == []
+    page.select_option('[name="padding"]', "SAME")
+    p["padding"] = "SAME"
+    assert not message.is_visible()
+    _check_numbers(page, p)
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Colour
+
+
+def test_every_numbered_cell_meets_wcag_aa_in_both_themes(pages):
+    # padding on x (forward, filter_grad: "0" text) and on dx (input_grad); decimals and integers
+    page = pages.open("?input=7x8&kernel=4x3&stride=1x2&padding=SAME&seed=21&multiplier=2")
+    checked = 0
+    for values in ("integers", "decimals"):
+        page.select_option('[name="values"]', values)
+        for op in OPS:
+            page.select_option('[name="op"]', op)
+            for theme in THEMES:
+                page.select_option('[name="theme"]', theme)
+                assert page.get_attribute(".cvz-explorer", "data-theme") == theme
+                found = page.evaluate(COLORS_JS)
+                assert any(not c["pad"] for c in found)
+                if op != "input_grad":  # x's padding shows its 0 (dx's padding is blank)
+                    assert any(c["pad"] and c["text"] == "0" for c in found)
+                for c in found:
+                    bg, alpha = css_rgb(c["bg"])
+                    fg, fg_alpha = css_rgb(c["fg"])
+                    assert alpha == 1 and fg_alpha == 1, c  # opaque, so the ratio is what is seen
+                    ratio = contrast(bg, fg)
+                    assert ratio >= 4.5, (values, op, theme, c, round(ratio, 2))
+                    checked += 1
+    assert checked > 500
+    pages.check_offline()
+
+
+@pytest.mark.parametrize("scheme", THEMES)
+def test_theme_auto_follows_the_system(pages, scheme):
+    page = pages.open("?theme=auto", color_scheme=scheme)
+    assert page.get_attribute(".cvz-explorer", "data-theme") == scheme
+    page_bg, _ = css_rgb(page.evaluate("getComputedStyle(document.body).backgroundColor"))
+    assert (srgb_luminance(page_bg) < 0.1) == (scheme == "dark")  # the page around the explorer matches
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# core.js in the page, on every setting of the cross-check grid
+
+
+def test_core_in_the_page_equals_convviz_on_every_case(pages):
+    page = pages.open("?theme=light")
+    dumped = page.evaluate(DUMP_JS, CASES)
+    assert list(dumped["params"]) == list(defaults())
+    results = dumped["results"]
+    assert len(results) == len(CASES)
+    checked = 0
+    for params, got in zip(CASES, results):
+        check_case(params, got)
+        checked += 1
+    assert checked >= 200
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Screenshots: one per op and theme, with a hovered cell so the worked sum shows
+
+SHOTS = {  # op -> (extra query, the hovered cell)
+    "input_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("dx", 3, 4, None)),
+    "filter_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("dw", 1, 2, 1)),
+    "forward": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("y", 1, 2, None)),
+}
+
+
+@pytest.fixture(scope="module")
+def screenshots(browser, tmp_path_factory):
+    pages = Pages(browser, tmp_path_factory.mktemp("shots"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    taken = []
+    try:
+        for op, (extra, (panel, r, c, ch)) in SHOTS.items():
+            for theme in THEMES:
+                page = pages.open(f"?{extra}&op={op}&theme={theme}", viewport=VIEWPORT)
+                page.hover(sel(panel, r, c, ch))
+                page.wait_for_timeout(50)
+                path = ARTIFACTS / f"explorer-page-{op}-{theme}.png"
+                page.screenshot(path=str(path), full_page=True)
+                taken.append(dict(op=op, theme=theme, path=path, cell=(panel, r, c, ch),
+                                  search=page.evaluate("location.search"), sum=sum_state(page),
+                                  root_theme=page.get_attribute(".cvz-explorer", "data-theme")))
+        yield taken, pages
+    finally:
+        pages.close()
+
+
+def test_screenshots_show_the_worked_sum_of_convviz(screenshots):
+    taken, pages = screenshots
+    assert len(taken) == 6
+    for shot in taken:
+        p = params_from_query(shot["search"])
+        assert p["op"] == shot["op"] and shot["root_theme"] == shot["theme"]
+        ref = compute(p)
+        _, r, c, ch = shot["cell"]
+        assert not shot["sum"]["hidden"]
+        assert float(shot["sum"]["value"]) == ref.output[ch or 0, r, c], shot
+    pages.check_offline()
+
+
+def test_screenshot_files_exist(screenshots):
+    taken, _ = screenshots
+    for op in OPS:
+        for theme in THEMES:
+            path = ARTIFACTS / f"explorer-page-{op}-{theme}.png"
+            assert path.exists() and path.stat().st_size > 10_000, path
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------------
+# Regressions: bugs found while writing these tests
+
+
+def test_hovering_the_lost_columns_caption_raises_no_error(pages):
+    page = open_setting(pages, setting(input_h=8, input_w=8, kernel_h=3, kernel_w=3, stride_h=3, stride_w=3,
+                                       padding="VALID"))
+    page.hover(".cvz-gutter.cvz-lost-label:not([data-lost-row])")
+    page.hover('[data-lost-col="6"]')
+    assert "No window reads column 6" in sum_state(page)["note"]
+    pages.check_offline()
+
+
+def test_a_committed_number_control_shows_the_value_in_use(pages):
+    page = pages.open("?input=8&theme=light")
+    page.fill('[name="input_h"]', "40")
+    page.keyboard.press("Tab")  # commits: change
+    assert "input=32x8" in page.evaluate("location.search")  # the page does use 32 (the control's max)
+    assert page.input_value('[name="input_h"]') == "32"
+    page.fill('[name="input_w"]', "")
+    page.keyboard.press("Tab")
+    assert page.input_value('[name="input_w"]') == "8"
+    pages.check_offline()
