@@ -460,3 +460,22 @@ export function textColorOn(rgb) {
 export function rgbCss([r, g, b]) {
   return `rgb(${r}, ${g}, ${b})`;
 }
+
+// A palette sampled at PALETTE_STEPS + 1 points, as CSS rules `.<prefix>-<i>` with the
+// background and its WCAG text colour: cells carry a class instead of an inline style,
+// which a redraw of 1000s of cells restyles much faster.
+export const PALETTE_STEPS = 512;
+
+export function paletteRules(stops, prefix) {
+  const rules = [];
+  for (let i = 0; i <= PALETTE_STEPS; i++) {
+    const bg = paletteColor(stops, i / PALETTE_STEPS);
+    rules.push(`.cvz-explorer .${prefix}-${i}{background:${rgbCss(bg)};color:${rgbCss(textColorOn(bg))}}`);
+  }
+  return rules.join("\n");
+}
+
+// The step of the palette showing `v` on a scale of +-`vmax`.
+export function paletteStep(v, vmax) {
+  return Math.round((0.5 + 0.5 * v / vmax) * PALETTE_STEPS);
+}

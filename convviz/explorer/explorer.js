@@ -22,6 +22,7 @@ const LAYOUT = { input_grad: ["w", "dy", "dx"], filter_grad: ["x", "dy", "dw"], 
 const PADDED_PANEL = { input_grad: "dx", filter_grad: "x", forward: "x" };
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const MAX_SHOWN_TERMS = 12;
+const MAX_PRODUCT_LABELS = 64;
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
 
@@ -231,6 +232,7 @@ class ExplorerView {
 
   refresh() {
     const start = performance.now();
+    this.width = this.el.clientWidth || 1100; // read before any write: reading it later forces a layout
     this.stopWalk();
     const given = {};
     const arrays = this.model.get("arrays") || {};
@@ -242,10 +244,11 @@ class ExplorerView {
     this.applyTheme(false);
     this.syncControls();
     this.renderHead();
-    this.renderPanels();
     this.applyKernelResult(false);
+    this.renderPanels();
     this.showMessages();
     this.restoreFocus();
+    this.fitPanels(); // last: the one forced layout comes after every write
     this.lastRender = performance.now() - start;
     this.root.dataset.renderMs = this.lastRender.toFixed(2);
   }
@@ -254,7 +257,7 @@ class ExplorerView {
     const theme = this.params.theme === "auto" ? hostTheme() : this.params.theme;
     if (this.root.dataset.theme !== theme) {
       this.root.dataset.theme = theme;
-      if (rerender && this.result) { this.renderPanels(); this.applyKernelResult(false); this.restoreFocus(); }
+      if (rerender && this.result) { this.renderPanels(); this.restoreFocus(); this.fitPanels(); }
     }
   }
 
@@ -297,10 +300,23 @@ class ExplorerView {
     return this.root.dataset.theme === "dark" ? core.PALETTES.diverging_dark : core.PALETTES.diverging_light;
   }
 
+  // The class prefix of the theme's diverging palette, its rules added to the page once.
+  paletteClass() {
+    const name = this.root.dataset.theme === "dark" ? "diverging_dark" : "diverging_light";
+    const prefix = name === "diverging_dark" ? "cvz-pd" : "cvz-pl";
+    if (!this.root.querySelector(`style[data-palette="${prefix}"]`)) {
+      const style = document.createElement("style");
+      style.dataset.palette = prefix;
+      style.textContent = core.paletteRules(core.PALETTES[name], prefix);
+      this.root.prepend(style);
+    }
+    return prefix;
+  }
+
   // Cells as large as the row of panels allows (24-54 px): the width left after the info
   // column, each panel's padding, index column and gutter, and the arrow, over the cells.
   cellSize(g) {
-    const width = this.el.clientWidth || 1100;
+    const width = this.width || this.el.clientWidth || 1100;
     const infoWidth = width >= WIDE ? INFO_WIDTH + 16 : 0; // the info column (explorer.css's container query)
     const op = this.params.op;
     let cells = 0, overhead = 90; // arrow, explorer padding
@@ -314,36 +330,51 @@ class ExplorerView {
     return Math.max(24, Math.min(54, Math.floor((width - infoWidth - overhead) / cells) - 2));
   }
 
-  renderPanels() {
+  renderPanels(size) {
     const { g, tensors } = this.result;
+    this.clearLit();
     this.cells = new Map();
-    this.lit = [];
-    if (g.error) { this.panelsEl.innerHTML = ""; this.panelsEl.style.removeProperty("--cell"); return; }
+    if (g.error) {
+      this.panelsEl.innerHTML = "";
+      this.panelsEl.style.removeProperty("--cell");
+      this.structure = this.cellMap = null;
+      return;
+    }
     const op = this.params.op;
-    const draw = (size) => {
-      this.panelsEl.style.setProperty("--cell", `${size}px`);
-      this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
-      this.panelsEl.innerHTML = LAYOUT[op].map((panel, i) => {
-        const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
-        return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op]);
-      }).join("");
-    };
-    let size = this.cellSize(g);
-    draw(size);
-    // The estimate ignores captions, gutters and gaps: if the row of panels wrapped,
-    // shrink the cells to the width there is (once), so inputs and output stay side by side.
+    let cellSize = size || this.cellSize(g);
+    if (!size && this.fit && this.fit.base === this.structureKey(g, cellSize)) cellSize = this.fit.size;
+    const structure = this.structureKey(g, cellSize);
+    if (structure === this.structure && this.cellMap) {
+      this.cells = this.cellMap;
+      this.updateValues();
+      return;
+    }
+    this.structure = structure;
+    this.size = cellSize;
+    this.panelsEl.style.setProperty("--cell", `${this.size}px`);
+    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(this.size * 0.4))}px`);
+    const keys = []; // cell keys in document order: no querying and parsing of 1000s of cells after
+    this.panelsEl.innerHTML = LAYOUT[op].map((panel, i) => {
+      const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
+      return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op], keys);
+    }).join("");
+    const elements = this.panelsEl.getElementsByClassName("cvz-cell");
+    for (let i = 0; i < keys.length; i++) this.cells.set(keys[i], elements[i]);
+    this.cellMap = this.cells;
+  }
+
+  // The size estimate ignores captions and gaps: if the row of panels wrapped, shrink the
+  // cells to the width there is (once), so inputs and output stay side by side.
+  fitPanels() {
     const boxes = this.panelsEl.querySelectorAll(".cvz-panel");
-    const wrapped = boxes.length > 1 && boxes[boxes.length - 1].offsetTop > boxes[0].offsetTop + 4;
-    if (wrapped && size > 24) {
-      const needed = Array.from(boxes).reduce((sum, b) => sum + b.offsetWidth + 18, 60);
-      const available = this.panelsEl.clientWidth;
-      const smaller = Math.max(24, Math.floor(size * Math.min(1, available / needed)) - 1);
-      if (smaller < size) draw((size = smaller));
-    }
-    for (const cell of this.panelsEl.querySelectorAll(".cvz-cell")) {
-      const d = cell.dataset;
-      this.cells.set(cellKey(d.panel, Number(d.channel || 0), Number(d.row), Number(d.col)), cell);
-    }
+    if (boxes.length < 2 || this.size <= 24) return;
+    if (boxes[boxes.length - 1].offsetTop <= boxes[0].offsetTop + 4) return;
+    const needed = Array.from(boxes).reduce((sum, b) => sum + b.offsetWidth + 18, 60);
+    const smaller = Math.max(24, Math.floor(this.size * Math.min(1, this.panelsEl.clientWidth / needed)) - 1);
+    if (smaller >= this.size) return;
+    this.fit = { base: this.structure, size: smaller }; // the next redraw of this structure starts there
+    this.renderPanels(smaller);
+    this.restoreFocus();
   }
 
   scale(t) {
@@ -352,11 +383,60 @@ class ExplorerView {
     return m > 0 ? m : 1;
   }
 
-  panelHtml(panel, t, padded) {
+  // Class, value, label, colours and text of one numbered cell.
+  cellLook(panel, t, r, c, ch, vmax, prefix, lost, lostWord) {
+    const v = core.at(t, r, c, ch);
+    const text = core.formatNumber(v);
+    const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
+    const name = t.channels > 1 ? `${PANEL_SYMBOL[panel]}[${r},${c}] channel ${ch}` : `${PANEL_SYMBOL[panel]}[${r},${c}]`;
+    const value = core.exactNumber(v);
+    return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}`, value, text,
+             label: `${name} = ${value}${lost ? `, ${lostWord}` : ""}` };
+  }
+
+  // What the panels' DOM depends on, but for the numbers: equal keys let a redraw
+  // rewrite the numbers in place instead of building 1000s of cells again.
+  structureKey(g, size) {
+    const p = { ...this.params, seed: 0, values: "" };
+    const arrays = this.model.get("arrays") || {};
+    const captions = LAYOUT[p.op].map((panel) => Boolean(arrays[panel]) && this.given[panel] === this.result.tensors[panel]);
+    return `${core.settingKey(p)}|${this.root.dataset.theme}|${size}|${captions}`;
+  }
+
+  // Rewrite every numbered cell's number, colour and label, and the legends, in place.
+  updateValues() {
+    const { g, tensors } = this.result;
+    const op = this.params.op;
+    const prefix = this.paletteClass();
+    const lostWord = op === "input_grad" ? "no gradient" : "never read";
+    for (const panel of LAYOUT[op]) {
+      const t = tensors[panel];
+      const vmax = this.scale(t);
+      const padded = panel === PADDED_PANEL[op];
+      const lostRows = new Set(padded ? g.rows.lost : []), lostCols = new Set(padded ? g.cols.lost : []);
+      for (let ch = 0; ch < t.channels; ch++)
+        for (let r = 0; r < t.rows; r++)
+          for (let c = 0; c < t.cols; c++) {
+            const el = this.cells.get(cellKey(panel, ch, r, c));
+            const look = this.cellLook(panel, t, r, c, ch, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+            if (el.className !== look.cls) el.className = look.cls;
+            if (el.dataset.value === look.value) continue; // same number: same text and label
+            el.dataset.value = look.value;
+            el.setAttribute("aria-label", look.label);
+            el.textContent = look.text;
+          }
+      const ends = this.panelsEl.querySelectorAll(`[data-panel-box="${panel}"] .cvz-legend > span:not(.cvz-ramp)`);
+      ends[0].textContent = core.formatNumber(-vmax);
+      ends[1].textContent = core.formatNumber(vmax);
+    }
+  }
+
+  panelHtml(panel, t, padded, keys) {
     const { g } = this.result;
     const [sym, words] = PANEL_TITLES[panel];
     const vmax = this.scale(t);
     const stops = this.palette("diverging");
+    const prefix = this.paletteClass();
     const pads = padded ? { top: g.rows.before, bottom: g.rows.after, left: g.cols.before, right: g.cols.after }
                         : { top: 0, bottom: 0, left: 0, right: 0 };
     const lostRows = padded ? new Set(g.rows.lost) : new Set();
@@ -379,24 +459,17 @@ class ExplorerView {
         for (let c = -pads.left; c < t.cols + pads.right; c++) {
           const real = realRow && c >= 0 && c < t.cols;
           const chAttr = multi ? ` data-channel="${ch}"` : "";
+          keys.push(cellKey(panel, ch, r, c));
           if (!real) {
             const label = panel === "x" ? "0" : "";
             const word = panel === "x" ? "padding, value 0" : "padding, not part of dL/dx";
             cells += `<div class="cvz-cell cvz-pad" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-pad="true"` +
-              ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}"><span class="v">${label}</span></div>`;
+              ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}">${label}</div>`;
             continue;
           }
-          const v = core.at(t, r, c, ch);
-          const bg = core.paletteColor(stops, 0.5 + 0.5 * v / vmax);
-          const fg = core.textColorOn(bg);
-          const lost = lostRows.has(r) || lostCols.has(c);
-          const text = core.formatNumber(v);
-          const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
-          const name = multi ? `${PANEL_SYMBOL[panel]}[${r},${c}] channel ${ch}` : `${PANEL_SYMBOL[panel]}[${r},${c}]`;
-          cells += `<div class="cvz-cell${lost ? " cvz-lost" : ""}${long}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
-            ` data-value="${core.exactNumber(v)}" tabindex="-1" role="gridcell"` +
-            ` aria-label="${name} = ${core.exactNumber(v)}${lost ? `, ${lostWord}` : ""}"` +
-            ` style="background:${core.rgbCss(bg)};color:${core.rgbCss(fg)}"><span class="v">${text}</span></div>`;
+          const look = this.cellLook(panel, t, r, c, ch, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+          cells += `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
+            ` data-value="${look.value}" tabindex="-1" role="gridcell" aria-label="${look.label}">${look.text}</div>`;
         }
         const lostRow = realRow && lostRows.has(r);
         cells += `<div class="cvz-gutter${lostRow ? " cvz-lost-label" : ""}"${lostRow ? ` data-lost-row="${r}"` : ""}>${lostRow ? "\u2190 " + lostWord : ""}</div>`;
@@ -444,6 +517,7 @@ class ExplorerView {
       const focus = this.pinned || this.hovered;
       this.renderPanels();
       this.restoreFocus(focus);
+      this.fitPanels();
     }
   }
 
@@ -525,12 +599,16 @@ class ExplorerView {
     return this.hovered || this.pinned;
   }
 
-  showActive() {
-    for (const [el, cls] of this.lit) {
+  clearLit() {
+    for (const [el, cls] of this.lit || []) {
       el.classList.remove(cls);
       if (cls === "cvz-target") delete el.dataset.product;
     }
     this.lit = [];
+  }
+
+  showActive() {
+    this.clearLit();
     for (const el of this.panelsEl.querySelectorAll(".cvz-pinned")) el.classList.remove("cvz-pinned");
     if (this.pinned) {
       const el = this.cells.get(cellKey(this.pinned.panel, this.pinned.ch, this.pinned.r, this.pinned.c));
@@ -547,11 +625,14 @@ class ExplorerView {
       note.textContent = "";
       return;
     }
+    // Products are written on the targets while they are few enough to read (a dy cell's
+    // scatter); a tap lights a whole lattice, and writing hundreds of labels costs a layout.
+    const products = info.lit.filter((h) => h.product !== undefined).length <= MAX_PRODUCT_LABELS;
     for (const h of info.lit) {
       const el = this.cells.get(cellKey(h.panel, h.ch || 0, h.r, h.c));
       if (!el) continue;
       el.classList.add(h.cls);
-      if (h.product !== undefined) el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
+      if (products && h.product !== undefined) el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
       this.lit.push([el, h.cls]);
     }
     if (a.panel) {

@@ -73,3 +73,13 @@ test("numbers are written with a real minus sign, and exactly in data-value", ()
   assert.equal(core.exactNumber(0.30000000000000004), "0.30000000000000004");
   assert.equal(core.exactNumber(-0), "0");
 });
+
+test("palette steps: -vmax, 0 and +vmax are the ends and the middle; every rule meets AA", () => {
+  assert.deepEqual([core.paletteStep(-7, 7), core.paletteStep(0, 7), core.paletteStep(7, 7)], [0, 256, 512]);
+  const rules = core.paletteRules(core.PALETTES.diverging_light, "p").split("\n");
+  assert.equal(rules.length, core.PALETTE_STEPS + 1);
+  for (const rule of rules) {
+    const [bg, fg] = [...rule.matchAll(/rgb\((\d+), (\d+), (\d+)\)/g)].map((m) => m.slice(1).map(Number));
+    assert.ok(core.contrastRatio(bg, fg) >= 4.5, rule);
+  }
+});
