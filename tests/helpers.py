@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import ml_dtypes
 import numpy as np
 
@@ -62,3 +64,12 @@ def reference_pair_dwf(x, filter_sizes, dy, **kwargs):
     exact = reference.depthwise_conv2d_native_backprop_filter(x64, filter_sizes, d64, **kwargs)
     bound = reference.depthwise_conv2d_native_backprop_filter(np.abs(x64), filter_sizes, np.abs(d64), **kwargs)
     return exact, bound
+
+
+# Browser tests: Debian's Chromium (no browser downloads), started as this machine allows
+# (no sandbox as root; no background networking: the network is closed).
+CHROMIUM = os.environ.get("CONVVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -26,13 +26,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import CHROMIUM, CHROMIUM_ARGS, IN_CI
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CONVVIZ_CHROMIUM", "/usr/bin/chromium")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
 
 
 KERNEL_IDLE = """() => {

@@ -32,14 +32,10 @@ from convviz.explorer import write_page
 from convviz.explorer._setting import build_geometry, compute, defaults
 from convviz.geometry import same_padding
 from explorer_cases import CASES, check_case
+from helpers import CHROMIUM, CHROMIUM_ARGS, IN_CI
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CONVVIZ_CHROMIUM", "/usr/bin/chromium")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1280, "height": 720}
 OPS = ("input_grad", "filter_grad", "forward")
 THEMES = ("light", "dark")
@@ -55,32 +51,10 @@ CELLS_JS = """(panel) => [...document.querySelectorAll(panel ? `[data-panel="${p
   classes: [...e.classList], product: e.dataset.product === undefined ? null : e.dataset.product,
   label: e.getAttribute("aria-label"), text: e.textContent.trim()}))"""
 
-# What tests/explorer/dump.mjs computes for each setting, with the page's own core.
-DUMP_JS = """(settings) => {
-  const core = window.convvizExplorer.core;
-  const plain = (t) => (t ? { rows: t.rows, cols: t.cols, channels: t.channels, data: Array.from(t.data) } : null);
-  const axis = (a) => ({ out: a.out, before: a.before, after: a.after, eff: a.eff, coverage: a.coverage, lost: a.lost });
-  const results = settings.map((params) => {
-    const { g, tensors, output } = core.compute(params);
-    if (g.error) return { error: g.error, rows: axis(g.rows), cols: axis(g.cols) };
-    const tensorsOut = {};
-    for (const [name, t] of Object.entries(tensors)) tensorsOut[name] = plain(t);
-    const sums = [];
-    const t = tensors[output];
-    for (let ch = 0; ch < t.channels; ch++)
-      for (let r = 0; r < t.rows; r++)
-        for (let c = 0; c < t.cols; c++) {
-          let s = 0;
-          if (output === "dx") for (const k of core.cellTerms(g, r, c)) s += core.at(tensors.dy, k.oh, k.ow) * core.at(tensors.w, k.kh, k.kw);
-          else if (output === "dw") for (const k of core.filterTerms(g, r, c)) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.dy, k.oh, k.ow, ch);
-          else for (const k of core.windowTerms(g, r, c)) if (!k.pad) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.w, k.kh, k.kw);
-          sums.push(s);
-        }
-    return { rows: axis(g.rows), cols: axis(g.cols), output, tensors: tensorsOut, sums, key: core.settingKey(params),
-             query: core.toQuery(params), reparsed: core.normalize(core.parseQuery(core.toQuery(params))) };
-  });
-  return { params: core.PARAMS, results };
-}"""
+# What tests/explorer/dump.mjs computes for each setting (describe.mjs), with the page's own core.
+_DESCRIBE = (ROOT / "tests" / "explorer" / "describe.mjs").read_text(encoding="utf-8").replace(
+    "export function describe", "function describe")
+DUMP_JS = f"(settings) => {{\n{_DESCRIBE}\nreturn describe(window.convvizExplorer.core, settings);\n}}"
 
 SUM_JS = """() => { const s = document.querySelector('[data-role="sum"]');
   return { value: s.dataset.value, hidden: s.hidden, text: s.textContent,

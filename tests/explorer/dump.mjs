@@ -1,32 +1,8 @@
-// Reads settings (JSON array) on stdin, writes what core.js computes for each as JSON:
-// geometry, inputs, output, and the worked-sum value of every output cell.
-// Used by tests/test_explorer_core.py to hold core.js equal to convviz.
+// Reads explorer settings (JSON array) on stdin and writes what core.js computes for each
+// (describe.mjs) as JSON.  Used by tests/test_explorer_core.py to hold core.js equal to convviz.
 import * as core from "../../convviz/explorer/core.js";
+import { describe } from "./describe.mjs";
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
-const settings = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-const plain = (t) => (t ? { rows: t.rows, cols: t.cols, channels: t.channels, data: Array.from(t.data) } : null);
-const axis = (a) => ({ out: a.out, before: a.before, after: a.after, eff: a.eff, coverage: a.coverage, lost: a.lost });
-
-const results = settings.map((params) => {
-  const { g, tensors, output } = core.compute(params);
-  if (g.error) return { error: g.error, rows: axis(g.rows), cols: axis(g.cols) };
-  const tensorsOut = {};
-  for (const [name, t] of Object.entries(tensors)) tensorsOut[name] = plain(t);
-  // The worked sum of every output cell, summed from its terms as the view writes them.
-  const sums = [];
-  const t = tensors[output];
-  for (let ch = 0; ch < t.channels; ch++)
-    for (let r = 0; r < t.rows; r++)
-      for (let c = 0; c < t.cols; c++) {
-        let s = 0;
-        if (output === "dx") for (const k of core.cellTerms(g, r, c)) s += core.at(tensors.dy, k.oh, k.ow) * core.at(tensors.w, k.kh, k.kw);
-        else if (output === "dw") for (const k of core.filterTerms(g, r, c)) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.dy, k.oh, k.ow, ch);
-        else for (const k of core.windowTerms(g, r, c)) if (!k.pad) s += core.at(tensors.x, k.ih, k.iw) * core.at(tensors.w, k.kh, k.kw);
-        sums.push(s);
-      }
-  return { rows: axis(g.rows), cols: axis(g.cols), output, tensors: tensorsOut, sums, key: core.settingKey(params),
-           query: core.toQuery(params), reparsed: core.normalize(core.parseQuery(core.toQuery(params))) };
-});
-process.stdout.write(JSON.stringify({ params: core.PARAMS, results }));
+process.stdout.write(JSON.stringify(describe(core, JSON.parse(Buffer.concat(chunks).toString("utf8")))));
