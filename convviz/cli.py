@@ -163,10 +163,7 @@ def _explain(argv: list[str]) -> int:
 
 
 def _demo(argv: list[str]) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # no matplotlib.use(): never switch a caller's backend
 
     from .viz import animate_input_gradient, coverage, save, scatter
 

@@ -65,3 +65,20 @@ def test_installed_command_runs():
     result = subprocess.run([sys.executable, "-m", "convviz.cli", "explain", "--input", "5", "--kernel", "2"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "output size: 4 x 4" in result.stdout
+
+
+def test_demo_and_gallery_never_switch_the_callers_backend(tmp_path):
+    """A notebook that runs them keeps its backend (here: svg, set before the import)."""
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg')\n"
+            "from convviz.cli import main\n"
+            "from convviz.viz import gallery\n"
+            f"main(['demo', '--out', {str(tmp_path / 'demo')!r}, '--input', '4'])\n"
+            f"gallery.build({str(tmp_path / 'g')!r}, only=['05_checkerboard_k3_s2.png'], progress=False)\n"
+            "print('backend', matplotlib.get_backend())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "backend svg"
+    assert (tmp_path / "g" / "05_checkerboard_k3_s2.png").stat().st_size > 10_000

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -222,7 +224,7 @@ def test_filter_gradient_animation_and_html(tmp_path, capsys):
 
 def test_save_formats(tmp_path):
     anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
-    with pytest.raises(ValueError, match="unknown animation format"):
+    with pytest.raises(ValueError, match="an animation is written as .gif, .mp4, .html, .htm, got '.avi'"):
         viz.save(anim, tmp_path / "a.avi", progress=False)
     if animation.writers.is_available("ffmpeg"):
         assert viz.save(anim, tmp_path / "a.mp4", progress=False).stat().st_size > 0
@@ -230,6 +232,51 @@ def test_save_formats(tmp_path):
         with pytest.raises(RuntimeError, match="ffmpeg"):
             viz.save(anim, tmp_path / "a.mp4", progress=False)
     assert viz.save(anim, tmp_path / "a.gif", progress=False).exists()
+
+
+def test_save_writes_figures_by_extension(tmp_path):
+    fig = viz.coverage(viz.Setup(input_hw=6, kernel_hw=3, strides=2))
+    png = viz.save(fig, tmp_path / "c.png")
+    with Image.open(png) as image:
+        assert image.info["dpi"][0] >= 149  # 150 dpi by default
+    assert viz.save(fig, tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
+    assert viz.save(fig, tmp_path / "c.pdf").read_bytes().startswith(b"%PDF")
+    with pytest.raises(ValueError, match="a figure is written as .png, .svg, .pdf, got '.gif'"):
+        viz.save(fig, tmp_path / "c.gif")
+    with pytest.raises(TypeError, match="save writes a matplotlib Figure or Animation, got list"):
+        viz.save([], tmp_path / "c.png")
+
+
+def _network_references(html: str) -> list[str]:
+    return re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//[^\"' >]+", html)
+
+
+def test_html_animation_loads_nothing_from_the_network(tmp_path):
+    from convviz.viz.animate import offline_html
+
+    anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
+    html = viz.save(anim, tmp_path / "a.html", progress=False).read_text()
+    assert _network_references(html) == [] and "http" not in html.split("<script")[0]
+    assert "\u25b6 play" in html and "fa fa-" not in html  # the buttons have labels offline
+    # The check catches the fault it is for: matplotlib's own page links a CDN.
+    planted = '<link rel="stylesheet"\nhref="https://maxcdn.bootstrapcdn.com/font-awesome/4.4.0/css/font-awesome.min.css">'
+    assert _network_references(planted) and not _network_references(offline_html(planted))
+
+
+def test_channel_indices_out_of_range_raise_instead_of_wrapping():
+    s = viz.Setup(input_hw=5, kernel_hw=3, in_channels=2, out_channels=3, multiplier=2)
+    with pytest.raises(IndexError, match=r"in_channel must be in \[0, 2\) for this .*, got 2"):
+        viz.scatter(s, in_channel=2)
+    with pytest.raises(IndexError, match=r"in_channel must be in \[0, 2\)"):
+        viz.scatter(s, in_channel=-1)  # NumPy would take the last channel
+    with pytest.raises(IndexError, match=r"out_channel must be in \[0, 3\)"):
+        viz.animate_input_gradient(s, out_channel=3)
+    with pytest.raises(IndexError, match=r"multiplier must be in \[0, 2\) for this setup \(channel multiplier 2\)"):
+        viz.depthwise(s, channel=0, multiplier=2)
+    with pytest.raises(IndexError, match=r"channel must be in \[0, 2\)"):
+        viz.animate_filter_gradient(s, channel=5)
+    with pytest.raises(TypeError, match="channel must be an int, got float 1.0"):
+        s.plane(s.input(), channel=1.0)
 
 
 def test_figures_use_colour_blind_safe_maps():

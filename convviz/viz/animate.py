@@ -2,11 +2,13 @@
 
 Both return a :class:`matplotlib.animation.FuncAnimation`; :func:`save` writes
 it as a GIF (pillow), an MP4 (when ffmpeg is installed) or a self-contained
-interactive HTML page, printing progress for long renders.
+interactive HTML page that loads nothing from the network, printing progress for
+long renders.  :func:`save` also writes figures (PNG, SVG, PDF).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Callable
@@ -14,6 +16,7 @@ from typing import Callable
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
+from matplotlib.figure import Figure
 
 from . import _style as style
 from .setup import Setup
@@ -29,8 +32,8 @@ def _contributions(setup: Setup, batch: int, in_channel: int, out_channel: int) 
     own result (checked in the tests).
     """
     g = setup.geometry
-    dy = setup.plane(setup.out_backprop(), batch, out_channel)
-    weights = setup.filter()[:, :, in_channel % setup.filter().shape[2], out_channel]
+    dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
+    weights = setup.kernel_plane(in_channel, out_channel)
     h, w = g.input_hw
     rows, cols = g.rows.index_table(), g.cols.index_table()
     frames = []
@@ -64,7 +67,7 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     g = setup.geometry
     contributions = _contributions(setup, batch, in_channel, out_channel)
     running = np.cumsum(np.stack(contributions), axis=0)
-    dy = setup.plane(setup.out_backprop(), batch, out_channel)
+    dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
     h, w = g.input_hw
     fig, (ax_dy, ax_dx) = plt.subplots(1, 2, figsize=(8.2, 4.0), layout="constrained")
     norm = style.signed_norm(running, dy)
@@ -119,9 +122,10 @@ def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, m
     10
     """
     g = setup.depthwise_geometry
+    setup.check_depthwise_channel(channel, multiplier)
     x = setup.plane(setup.input(), batch, channel)
     dy = setup.plane(setup.out_backprop(depthwise=True), batch, channel * setup.multiplier + multiplier)
-    dw = setup.filter_gradient()[:, :, channel, multiplier]
+    dw = setup.filter_gradient_plane(channel, multiplier)
     h, w = g.input_hw
     kh_n, kw_n = g.kernel_hw
     rows_t, cols_t = g.rows.index_table(), g.cols.index_table()
@@ -189,11 +193,38 @@ def _progress(label: str) -> Callable[[int, int], None]:
     return report
 
 
-def save(anim: animation.FuncAnimation, path: str | Path, *, fps: int = 3, dpi: int = 80,
-         progress: bool = True) -> Path:
-    """Write an animation by file extension: ``.gif`` (pillow), ``.mp4`` (ffmpeg) or ``.html``.
+# matplotlib's HTMLWriter links Font Awesome from a CDN for its button icons: offline the
+# buttons are blank.  The saved page gets text labels instead and loads nothing.
+_FONT_AWESOME = re.compile(r'<link rel="stylesheet"\s*href="https?://[^"]*font-awesome[^"]*">')
+_ICON_LABELS = {"fa-minus": "\u2212 slower", "fa-fast-backward": "|\u25c0 first", "fa-step-backward": "\u25c0| back",
+                "fa-play fa-flip-horizontal": "\u25c0 reverse", "fa-pause": "pause", "fa-play": "\u25b6 play",
+                "fa-step-forward": "|\u25b6 step", "fa-fast-forward": "\u25b6| last", "fa-plus": "faster +"}
+FIGURE_FORMATS = (".png", ".svg", ".pdf")
+ANIMATION_FORMATS = (".gif", ".mp4", ".html", ".htm")
 
-    The HTML page is self-contained (frames embedded) with play/step controls.
+
+def offline_html(html: str) -> str:
+    """An HTMLWriter page without its Font Awesome link, its icons replaced by text labels.
+
+    Examples
+    --------
+    >>> offline_html('<link rel="stylesheet"\\nhref="https://maxcdn.bootstrapcdn.com/font-awesome/4.4.0/css/'
+    ...              'font-awesome.min.css"><button><i class="fa fa-pause"></i></button>')
+    '<button>pause</button>'
+    """
+    html = _FONT_AWESOME.sub("", html)
+    for icon, label in _ICON_LABELS.items():
+        html = html.replace(f'<i class="fa {icon}"></i>', label)
+    return html
+
+
+def save(obj: Figure | animation.Animation, path: str | Path, *, fps: int = 3, dpi: int | None = None,
+         progress: bool = True) -> Path:
+    """Write a figure or an animation, by file extension.
+
+    Figures: ``.png`` (150 dpi unless ``dpi`` says otherwise), ``.svg``, ``.pdf``.
+    Animations: ``.gif`` (pillow), ``.mp4`` (ffmpeg) or ``.html``: a self-contained page
+    (frames embedded) with play/step controls that loads nothing from the network.
     With ``progress`` the frame count goes to stderr as frames render.
 
     Raises
@@ -201,20 +232,31 @@ def save(anim: animation.FuncAnimation, path: str | Path, *, fps: int = 3, dpi: 
     RuntimeError
         For ``.mp4`` when ffmpeg is not installed.
     ValueError
-        For any other extension.
+        For an extension the object cannot be written as.
+    TypeError
+        For an object that is neither a figure nor an animation.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from convviz.viz import Setup, animate_input_gradient, save
+    >>> from convviz.viz import Setup, animate_input_gradient, coverage, save
     >>> anim = animate_input_gradient(Setup(input_hw=4, kernel_hw=2, strides=2))
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     out = save(anim, pathlib.Path(folder) / "a.gif", progress=False)
-    ...     out.stat().st_size > 0
-    True
+    ...     png = save(coverage(Setup(input_hw=5)), pathlib.Path(folder) / "c.png")
+    ...     out.stat().st_size > 0, png.suffix
+    (True, '.png')
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if isinstance(obj, Figure):
+        if suffix not in FIGURE_FORMATS:
+            raise ValueError(f"a figure is written as {', '.join(FIGURE_FORMATS)}, got {suffix!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        obj.savefig(path, dpi=dpi or 150)
+        return path
+    if not isinstance(obj, animation.Animation):
+        raise TypeError(f"save writes a matplotlib Figure or Animation, got {type(obj).__name__}")
     callback = _progress(path.name) if progress else None
     if suffix == ".gif":
         writer = animation.PillowWriter(fps=fps)
@@ -225,8 +267,10 @@ def save(anim: animation.FuncAnimation, path: str | Path, *, fps: int = 3, dpi: 
     elif suffix in (".html", ".htm"):
         writer = animation.HTMLWriter(fps=fps, embed_frames=True, default_mode="once")
     else:
-        raise ValueError(f"unknown animation format {suffix!r}: use .gif, .mp4 or .html")
+        raise ValueError(f"an animation is written as {', '.join(ANIMATION_FORMATS)}, got {suffix!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    anim.save(str(path), writer=writer, dpi=dpi, progress_callback=callback)
-    plt.close(anim._fig)
+    obj.save(str(path), writer=writer, dpi=dpi or 80, progress_callback=callback)
+    if suffix in (".html", ".htm"):
+        path.write_text(offline_html(path.read_text(encoding="utf-8")), encoding="utf-8")
+    plt.close(obj._fig)
     return path

@@ -12,17 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg", force=False)  # files only; keeps an interactive backend if one is already running
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from . import _style as style  # noqa: E402
-from .animate import animate_filter_gradient, animate_input_gradient, save  # noqa: E402
-from .setup import Setup  # noqa: E402
-from .views import _labels, _padded_canvas, card, coverage, depthwise, scatter, scatter_vs_gather  # noqa: E402
+# No matplotlib.use(): savefig and the animation writers pick their canvas by file
+# format, so the gallery draws on any backend and never switches a notebook's.
+from . import _style as style
+from .animate import animate_filter_gradient, animate_input_gradient, save
+from .setup import Setup
+from .views import _labels, _padded_canvas, card, coverage, depthwise, scatter, scatter_vs_gather
 
 __all__ = ["ENTRIES", "Entry", "build", "layouts"]
 

@@ -209,6 +209,49 @@ class Setup:
             self.input(), sizes, self.out_backprop(depthwise=True), **self._op_kwargs())
 
     # -- 2-D slices, whatever the layout -------------------------------------------
-    def plane(self, array: np.ndarray, batch: int = 0, channel: int = 0) -> np.ndarray:
-        """The ``[H, W]`` plane of a 4-D array in this setup's ``data_format``."""
+    def plane(self, array: np.ndarray, batch: int = 0, channel: int = 0, name: str = "channel") -> np.ndarray:
+        """The ``[H, W]`` plane of a 4-D array in this setup's ``data_format``.
+
+        ``name`` is the caller's argument for ``channel``, for the error message.
+
+        Examples
+        --------
+        >>> s = Setup(input_hw=4, in_channels=2)
+        >>> s.plane(s.input(), channel=1).shape
+        (4, 4)
+        >>> s.plane(s.input(), channel=2)
+        Traceback (most recent call last):
+        ...
+        IndexError: channel must be in [0, 2) for this array of shape (1, 4, 4, 2) (NHWC), got 2
+        """
+        channels = array.shape[3] if self.data_format == "NHWC" else array.shape[1]
+        where = f"for this array of shape {array.shape} ({self.data_format})"
+        check_index("batch", batch, array.shape[0], where)
+        check_index(name, channel, channels, where)
         return array[batch, :, :, channel] if self.data_format == "NHWC" else array[batch, channel]
+
+    def kernel_plane(self, in_channel: int = 0, out_channel: int = 0) -> np.ndarray:
+        """The ``[KH, KW]`` filter taps from ``in_channel`` to ``out_channel``."""
+        w = self.filter()
+        check_index("in_channel", in_channel, w.shape[2], f"for this filter of shape {w.shape} (HWIO)")
+        check_index("out_channel", out_channel, w.shape[3], f"for this filter of shape {w.shape} (HWIO)")
+        return w[:, :, in_channel, out_channel]
+
+    def check_depthwise_channel(self, channel: int, multiplier: int) -> None:
+        """Refuse a depthwise (channel, multiplier) pair this setup does not have."""
+        check_index("channel", channel, self.in_channels, f"for this setup ({self.in_channels} input channels)")
+        check_index("multiplier", multiplier, self.multiplier, f"for this setup (channel multiplier {self.multiplier})")
+
+    def filter_gradient_plane(self, channel: int = 0, multiplier: int = 0) -> np.ndarray:
+        """The ``[KH, KW]`` depthwise filter gradient of ``channel`` and its ``multiplier``-th output."""
+        self.check_depthwise_channel(channel, multiplier)
+        return self.filter_gradient()[:, :, channel, multiplier]
+
+
+def check_index(name: str, value: Any, size: int, where: str) -> int:
+    """Refuse an index outside ``[0, size)`` (NumPy would wrap a negative one silently)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not 0 <= value < size:
+        raise IndexError(f"{name} must be in [0, {size}) {where}, got {value}")
+    return int(value)

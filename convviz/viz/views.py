@@ -63,7 +63,7 @@ def _labels(ax: Axes, title: str, what: str) -> None:
 
 def _one_hot(setup: Setup, batch: int, cell: tuple[int, int], channel: int) -> tuple[np.ndarray, float]:
     dy = setup.out_backprop()
-    value = float(setup.plane(dy, batch, channel)[cell])
+    value = float(setup.plane(dy, batch, channel, "out_channel")[cell])
     one = np.zeros_like(dy)
     if setup.data_format == "NHWC":
         one[batch, cell[0], cell[1], channel] = value
@@ -120,13 +120,13 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
         out_cell = (g.output_hw[0] // 2, g.output_hw[1] // 2)
     oh, ow = _check_cell(out_cell, g.output_hw, "out_cell")
     one, value = _one_hot(setup, batch, (oh, ow), out_channel)
-    contribution = setup.plane(setup.input_gradient(one), batch, in_channel)
-    weights = setup.filter()[:, :, in_channel % setup.filter().shape[2], out_channel]
+    contribution = setup.plane(setup.input_gradient(one), batch, in_channel, "in_channel")
+    weights = setup.kernel_plane(in_channel, out_channel)
 
     if ax is None:
         fig, axes = _figure(3)
         ax_dy, ax_w, ax = axes[0]
-        dy = setup.plane(setup.out_backprop(), batch, out_channel)
+        dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
         style.draw_grid(ax_dy, dy, style.SIGNED_CMAP, style.signed_norm(dy))
         style.outline(ax_dy, oh, ow, 1, 1, color=style.ORANGE, linewidth=3)
         _labels(ax_dy, f"output gradient dL/dy: cell ({oh}, {ow}) = {value:g}", "output")
@@ -263,8 +263,8 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
     ((3, 3), (7, 7), (5, 5))
     """
     g = setup.geometry
-    dy = setup.plane(setup.out_backprop(), batch, out_channel)
-    weights = setup.filter()[:, :, in_channel % setup.filter().shape[2], out_channel]
+    dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
+    weights = setup.kernel_plane(in_channel, out_channel)
     (sh, sw), (dh, dw) = setup.strides, setup.dilations
     z = np.zeros(((dy.shape[0] - 1) * sh + 1, (dy.shape[1] - 1) * sw + 1))
     z[::sh, ::sw] = dy
@@ -307,7 +307,7 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     steps = gather_steps(setup, batch, in_channel, out_channel)
     g = setup.geometry
     # The kernel's answer for this channel pair: one input and one output channel.
-    f = setup.filter()[:, :, in_channel % setup.filter().shape[2]:][:, :, :1, out_channel:out_channel + 1]
+    f = setup.kernel_plane(in_channel, out_channel)[:, :, None, None]
     dy = steps["out_backprop"][None, :, :, None]
     kwargs = setup._op_kwargs()
     kwargs.update(data_format="NHWC", strides=[1, *setup.strides, 1], dilations=[1, *setup.dilations, 1])
@@ -368,8 +368,7 @@ def _depthwise_numbers(setup: Setup, tap: tuple[int, int], batch: int, channel: 
                        multiplier: int) -> dict[str, Any]:
     g = setup.depthwise_geometry
     kh, kw = _check_cell(tap, g.kernel_hw, "tap")
-    if not (0 <= channel < setup.in_channels and 0 <= multiplier < setup.multiplier):
-        raise ValueError(f"channel {channel} / multiplier {multiplier} outside {setup.in_channels} x {setup.multiplier}")
+    setup.check_depthwise_channel(channel, multiplier)
     x = setup.plane(setup.input(), batch, channel)
     dy = setup.plane(setup.out_backprop(depthwise=True), batch, channel * setup.multiplier + multiplier)
     rows = g.rows.index_table()[:, kh]
@@ -378,7 +377,7 @@ def _depthwise_numbers(setup: Setup, tap: tuple[int, int], batch: int, channel: 
     valid = (rows[:, None] >= 0) & (rows[:, None] < h) & (cols[None, :] >= 0) & (cols[None, :] < w)
     sampled = np.where(valid, x[np.clip(rows, 0, h - 1)[:, None], np.clip(cols, 0, w - 1)[None, :]], 0.0)
     return dict(g=g, tap=(kh, kw), x=x, dy=dy, rows=rows, cols=cols, valid=valid, products=sampled * dy,
-                dw=setup.filter_gradient()[:, :, channel, multiplier])
+                dw=setup.filter_gradient_plane(channel, multiplier))
 
 
 def depthwise_lattice_panel(ax: Axes, setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0,
