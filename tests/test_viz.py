@@ -257,7 +257,7 @@ def test_html_animation_loads_nothing_from_the_network(tmp_path):
     anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
     html = viz.save(anim, tmp_path / "a.html", progress=False).read_text()
     assert _network_references(html) == [] and "http" not in html.split("<script")[0]
-    assert "\u25b6 play" in html and "fa fa-" not in html  # the buttons have labels offline
+    assert 'aria-label="play">\u25b6<' in html and "fa fa-" not in html  # the buttons have labels offline
     # The check catches the fault it is for: matplotlib's own page links a CDN.
     planted = '<link rel="stylesheet"\nhref="https://maxcdn.bootstrapcdn.com/font-awesome/4.4.0/css/font-awesome.min.css">'
     assert _network_references(planted) and not _network_references(offline_html(planted))

@@ -196,9 +196,10 @@ def _progress(label: str) -> Callable[[int, int], None]:
 # matplotlib's HTMLWriter links Font Awesome from a CDN for its button icons: offline the
 # buttons are blank.  The saved page gets text labels instead and loads nothing.
 _FONT_AWESOME = re.compile(r'<link rel="stylesheet"\s*href="https?://[^"]*font-awesome[^"]*">')
-_ICON_LABELS = {"fa-minus": "\u2212 slower", "fa-fast-backward": "|\u25c0 first", "fa-step-backward": "\u25c0| back",
-                "fa-play fa-flip-horizontal": "\u25c0 reverse", "fa-pause": "pause", "fa-play": "\u25b6 play",
-                "fa-step-forward": "|\u25b6 step", "fa-fast-forward": "\u25b6| last", "fa-plus": "faster +"}
+_ICON_LABELS = {"fa-minus": ("\u2212", "slower"), "fa-fast-backward": ("|\u25c0", "first frame"),
+                "fa-step-backward": ("\u25c0|", "step back"), "fa-play fa-flip-horizontal": ("\u25c0", "play backward"),
+                "fa-pause": ("\u2016", "pause"), "fa-play": ("\u25b6", "play"), "fa-step-forward": ("|\u25b6", "step"),
+                "fa-fast-forward": ("\u25b6|", "last frame"), "fa-plus": ("+", "faster")}
 FIGURE_FORMATS = (".png", ".svg", ".pdf")
 ANIMATION_FORMATS = (".gif", ".mp4", ".html", ".htm")
 
@@ -210,11 +211,11 @@ def offline_html(html: str) -> str:
     --------
     >>> offline_html('<link rel="stylesheet"\\nhref="https://maxcdn.bootstrapcdn.com/font-awesome/4.4.0/css/'
     ...              'font-awesome.min.css"><button><i class="fa fa-pause"></i></button>')
-    '<button>pause</button>'
+    '<button><span title="pause" aria-label="pause">\u2016</span></button>'
     """
     html = _FONT_AWESOME.sub("", html)
-    for icon, label in _ICON_LABELS.items():
-        html = html.replace(f'<i class="fa {icon}"></i>', label)
+    for icon, (glyph, words) in _ICON_LABELS.items():  # glyphs fit matplotlib's narrow buttons
+        html = html.replace(f'<i class="fa {icon}"></i>', f'<span title="{words}" aria-label="{words}">{glyph}</span>')
     return html
 
 
