@@ -309,14 +309,6 @@ export function tapTerms(g, kh, kw) {
   return terms;
 }
 
-// Overlap counts (how many (output cell, tap) pairs read each input cell).
-export function coverage(g) {
-  const c = tensor(g.rows.input, g.cols.input, 1);
-  for (let r = 0; r < g.rows.input; r++)
-    for (let col = 0; col < g.cols.input; col++) c.data[r * g.cols.input + col] = g.rows.coverage[r] * g.cols.coverage[col];
-  return c;
-}
-
 // ---------------------------------------------------------------------------------
 // Words: why a padding cell is there, why a real row gets no gradient.
 
@@ -422,11 +414,10 @@ export function settingKey(params) {
 // Colour: palettes and the WCAG contrast rule.
 
 // matplotlib's PuOr and berlin (diverging, colour-blind safe; berlin is dark in the
-// middle for the dark theme) and cividis (sequential), 11 stops each.
+// middle for the dark theme), 11 stops each.
 export const PALETTES = {
   diverging_light: ["#7f3b08", "#b25706", "#e08214", "#fcb761", "#fee0b6", "#f6f6f7", "#d8daeb", "#b1aad1", "#8073ac", "#532687", "#2d004b"],
   diverging_dark: ["#9eb0ff", "#62a6e0", "#3280a6", "#20526a", "#112732", "#190c09", "#371000", "#61200b", "#964a36", "#ca7b71", "#ffadad"],
-  sequential: ["#00224e", "#083370", "#35456c", "#4f576c", "#666970", "#7d7c78", "#948e77", "#aea371", "#c8b866", "#e5cf52", "#fee838"],
 };
 
 function hexToRgb(hex) {

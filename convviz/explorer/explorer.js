@@ -3,7 +3,7 @@
 //     answers each setting with the kernels' numbers (trait `kernel_result`);
 //   * the standalone page: mountPage() makes a small model backed by a plain object
 //     and the URL query, and everything is computed by core.js in the page.
-// Python inlines core.js where the import line stands (convviz/explorer/__init__.py).
+// Python inlines core.js where the import line stands (convviz/explorer/_assets.py).
 //
 // DOM contract (stable; tests and course material rely on it):
 //   numbered cell: [data-panel in x|w|dy|dx|dw|y][data-row][data-col][data-value]
@@ -78,12 +78,10 @@ class ExplorerView {
     this.params = this.readParams();
     this.hovered = null;
     this.pinned = null;
-    this.focusTarget = null;
     this.lit = [];
     this.playIndex = -1;
     this.timer = null;
     this.speed = 2;
-    this.lastRender = 0;
     this.unsubscribe = [];
     this.build();
     this.refresh();
@@ -239,7 +237,6 @@ class ExplorerView {
     for (const [name, t] of Object.entries(arrays)) if (t) given[name] = fromWire(t);
     this.given = given;
     this.result = core.compute(this.params, given);
-    this.kernelApplied = false;
     this.root.dataset.numbers = "page"; // "kernel" once Python's reply for this setting is in
     this.applyTheme(false);
     this.syncControls();
@@ -249,8 +246,7 @@ class ExplorerView {
     this.showMessages();
     this.restoreFocus();
     this.fitPanels(); // last: the one forced layout comes after every write
-    this.lastRender = performance.now() - start;
-    this.root.dataset.renderMs = this.lastRender.toFixed(2);
+    this.root.dataset.renderMs = (performance.now() - start).toFixed(2);
   }
 
   applyTheme(rerender = true) {
@@ -295,15 +291,14 @@ class ExplorerView {
   }
 
   // -- panels ---------------------------------------------------------------------
-  palette(kind) {
-    if (kind === "sequential") return core.PALETTES.sequential;
-    return this.root.dataset.theme === "dark" ? core.PALETTES.diverging_dark : core.PALETTES.diverging_light;
+  // The theme's diverging palette: its name in core.PALETTES and its class prefix.
+  palette() {
+    return this.root.dataset.theme === "dark" ? ["diverging_dark", "cvz-pd"] : ["diverging_light", "cvz-pl"];
   }
 
-  // The class prefix of the theme's diverging palette, its rules added to the page once.
+  // The class prefix of the theme's palette, its rules added to the page once.
   paletteClass() {
-    const name = this.root.dataset.theme === "dark" ? "diverging_dark" : "diverging_light";
-    const prefix = name === "diverging_dark" ? "cvz-pd" : "cvz-pl";
+    const [name, prefix] = this.palette();
     if (!this.root.querySelector(`style[data-palette="${prefix}"]`)) {
       const style = document.createElement("style");
       style.dataset.palette = prefix;
@@ -377,6 +372,16 @@ class ExplorerView {
     this.restoreFocus();
   }
 
+  // The rows and columns of `panel` that no window reads (only the padded panel shows
+  // them), and the word for them: no gradient for dL/dx, never read for x.
+  lostOf(panel) {
+    const { g } = this.result;
+    const op = this.params.op;
+    const padded = panel === PADDED_PANEL[op];
+    return { rows: new Set(padded ? g.rows.lost : []), cols: new Set(padded ? g.cols.lost : []),
+             word: op === "input_grad" ? "no gradient" : "never read" };
+  }
+
   scale(t) {
     let m = 0;
     for (const v of t.data) m = Math.max(m, Math.abs(v));
@@ -405,15 +410,13 @@ class ExplorerView {
 
   // Rewrite every numbered cell's number, colour and label, and the legends, in place.
   updateValues() {
-    const { g, tensors } = this.result;
+    const { tensors } = this.result;
     const op = this.params.op;
     const prefix = this.paletteClass();
-    const lostWord = op === "input_grad" ? "no gradient" : "never read";
     for (const panel of LAYOUT[op]) {
       const t = tensors[panel];
       const vmax = this.scale(t);
-      const padded = panel === PADDED_PANEL[op];
-      const lostRows = new Set(padded ? g.rows.lost : []), lostCols = new Set(padded ? g.cols.lost : []);
+      const { rows: lostRows, cols: lostCols, word: lostWord } = this.lostOf(panel);
       for (let ch = 0; ch < t.channels; ch++)
         for (let r = 0; r < t.rows; r++)
           for (let c = 0; c < t.cols; c++) {
@@ -435,13 +438,11 @@ class ExplorerView {
     const { g } = this.result;
     const [sym, words] = PANEL_TITLES[panel];
     const vmax = this.scale(t);
-    const stops = this.palette("diverging");
+    const stops = core.PALETTES[this.palette()[0]];
     const prefix = this.paletteClass();
     const pads = padded ? { top: g.rows.before, bottom: g.rows.after, left: g.cols.before, right: g.cols.after }
                         : { top: 0, bottom: 0, left: 0, right: 0 };
-    const lostRows = padded ? new Set(g.rows.lost) : new Set();
-    const lostCols = padded ? new Set(g.cols.lost) : new Set();
-    const lostWord = this.params.op === "input_grad" ? "no gradient" : "never read";
+    const { rows: lostRows, cols: lostCols, word: lostWord } = this.lostOf(panel);
     const arrays = this.model.get("arrays") || {};
     const caption = arrays[panel] && arrays[panel].caption && this.given[panel] === this.result.tensors[panel]
       ? `<div class="cvz-caption">${esc(arrays[panel].caption)}</div>` : "";
@@ -480,7 +481,7 @@ class ExplorerView {
           const lost = lostCols.has(c) && c >= 0 && c < t.cols;
           cells += `<div class="cvz-idx${lost ? " cvz-lost-label cvz-lost-col" : ""}"${lost ? ` data-lost-col="${c}" title="${lostWord}"` : ""}>${lost ? "\u2191" : ""}</div>`;
         }
-        cells += `<div class="cvz-gutter cvz-lost-label">${[...lostCols].length ? "\u2191 " + lostWord : ""}</div>`;
+        cells += `<div class="cvz-gutter cvz-lost-label">\u2191 ${lostWord}</div>`;
       }
       const label = multi ? `<div class="cvz-channel">channel ${ch}</div>` : "";
       planes.push(`<div class="cvz-plane">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${multi ? ` channel ${ch}` : ""}"` +
@@ -511,12 +512,10 @@ class ExplorerView {
     const t = this.result.tensors[output];
     t.data = Float64Array.from(reply.data);
     source.textContent = `Numbers from ${reply.source}.`;
-    this.kernelApplied = true;
     this.root.dataset.numbers = "kernel";
     if (fromEvent) {
-      const focus = this.pinned || this.hovered;
       this.renderPanels();
-      this.restoreFocus(focus);
+      this.restoreFocus();
       this.fitPanels();
     }
   }
@@ -535,7 +534,6 @@ class ExplorerView {
       this.hovered = { lostRow: el.dataset.lostRow, lostCol: el.dataset.lostCol };
     } else {
       this.hovered = this.cellInfo(el);
-      if (e.type === "focusin") this.focusTarget = this.hovered;
     }
     this.showActive();
   }
@@ -581,8 +579,8 @@ class ExplorerView {
     }
   }
 
-  restoreFocus(focus) {
-    const f = focus || this.pinned || this.hovered;
+  restoreFocus() {
+    const f = this.pinned || this.hovered;
     if (f && f.panel && !this.cells.has(cellKey(f.panel, f.ch, f.r, f.c))) {
       this.pinned = null;
       this.hovered = null;
@@ -609,47 +607,30 @@ class ExplorerView {
 
   showActive() {
     this.clearLit();
-    for (const el of this.panelsEl.querySelectorAll(".cvz-pinned")) el.classList.remove("cvz-pinned");
-    if (this.pinned) {
-      const el = this.cells.get(cellKey(this.pinned.panel, this.pinned.ch, this.pinned.r, this.pinned.c));
-      if (el) el.classList.add("cvz-pinned");
-    }
+    const mark = (cell, cls) => {
+      const el = this.cells.get(cellKey(cell.panel, cell.ch || 0, cell.r, cell.c));
+      if (el) { el.classList.add(cls); this.lit.push([el, cls]); }
+      return el;
+    };
+    if (this.pinned) mark(this.pinned, "cvz-pinned");
     const a = this.active();
     const info = a && !this.result.g.error ? this.explain(a) : null;
-    const title = this.q(".cvz-focus-title"), note = this.q(".cvz-note");
-    if (!info) {
-      title.textContent = "";
-      this.sumEl.innerHTML = "";
-      this.sumEl.dataset.value = "";
-      this.sumEl.hidden = true;
-      note.textContent = "";
-      return;
-    }
+    this.q(".cvz-focus-title").textContent = info ? info.title : "";
+    this.q(".cvz-note").textContent = (info && info.note) || "";
+    const sum = info && info.sum;
+    this.sumEl.hidden = !sum;
+    this.sumEl.dataset.value = sum ? core.exactNumber(sum.value) : "";
+    this.sumEl.innerHTML = sum ? this.sumHtml(sum) : "";
+    if (!info) return;
     // Products are written on the targets while they are few enough to read (a dy cell's
     // scatter); a tap lights a whole lattice, and writing hundreds of labels costs a layout.
     const products = info.lit.filter((h) => h.product !== undefined).length <= MAX_PRODUCT_LABELS;
     for (const h of info.lit) {
-      const el = this.cells.get(cellKey(h.panel, h.ch || 0, h.r, h.c));
-      if (!el) continue;
-      el.classList.add(h.cls);
-      if (products && h.product !== undefined) el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
-      this.lit.push([el, h.cls]);
+      const el = mark(h, h.cls);
+      if (el && products && h.product !== undefined)
+        el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
     }
-    if (a.panel) {
-      const src = this.cells.get(cellKey(a.panel, a.ch, a.r, a.c));
-      if (src) { src.classList.add("cvz-source-cell"); this.lit.push([src, "cvz-source-cell"]); }
-    }
-    title.textContent = info.title;
-    note.textContent = info.note || "";
-    if (info.sum) {
-      this.sumEl.hidden = false;
-      this.sumEl.dataset.value = core.exactNumber(info.sum.value);
-      this.sumEl.innerHTML = this.sumHtml(info.sum);
-    } else {
-      this.sumEl.hidden = true;
-      this.sumEl.dataset.value = "";
-      this.sumEl.innerHTML = "";
-    }
+    if (a.panel) mark(a, "cvz-source-cell");
   }
 
   sumHtml(sum) {
