@@ -85,17 +85,22 @@ def _pads(text: str) -> tuple[int, int, int, int]:
     return values  # type: ignore[return-value]
 
 
-def _geometry_arguments(parser: argparse.ArgumentParser, *, input_default: str, kernel_default: str,
-                        stride_default: str, padding_default: str) -> None:
-    parser.add_argument("--input", type=_pair, default=_pair(input_default), metavar="H[,W]",
-                        help=f"input size (default {input_default})")
-    parser.add_argument("--kernel", type=_pair, default=_pair(kernel_default), metavar="KH[,KW]",
-                        help=f"kernel size (default {kernel_default})")
-    parser.add_argument("--stride", type=_pair, default=_pair(stride_default), metavar="S[,S]",
-                        help=f"stride (default {stride_default})")
-    parser.add_argument("--dilation", type=_pair, default=(1, 1), metavar="D[,D]", help="dilation (default 1)")
+def _geometry_arguments(parser: argparse.ArgumentParser, *, input_default: str | None, kernel_default: str | None,
+                        stride_default: str | None, padding_default: str | None,
+                        dilation_default: str | None = "1") -> None:
+    """The options --input, --kernel, --stride, --dilation, --padding, --pads; a default of
+    None leaves the option None when not given (``convviz page``: the explorer's own)."""
+    def option(flag: str, default: str | None, metavar: str, what: str) -> None:
+        shown = "the explorer's" if default is None else default
+        parser.add_argument(flag, type=_pair, default=None if default is None else _pair(default), metavar=metavar,
+                            help=f"{what} (default {shown})")
+
+    option("--input", input_default, "H[,W]", "input size")
+    option("--kernel", kernel_default, "KH[,KW]", "kernel size")
+    option("--stride", stride_default, "S[,S]", "stride")
+    option("--dilation", dilation_default, "D[,D]", "dilation")
     parser.add_argument("--padding", default=padding_default, type=str.upper, choices=["SAME", "VALID", "EXPLICIT"],
-                        help=f"padding mode (default {padding_default})")
+                        help=f"padding mode (default {padding_default or 'SAME'})")
     parser.add_argument("--pads", type=_pads, default=None, metavar="T,B,L,R",
                         help="explicit padding (top,bottom,left,right); implies --padding EXPLICIT")
 
@@ -217,11 +222,8 @@ def _page(argv: list[str]) -> int:
                     "host it anywhere). The settings below are its starting point; the page's URL query "
                     "(?input=7x9&stride=2&padding=VALID&op=filter_grad ...) overrides them.")
     parser.add_argument("--out", required=True, help="HTML file to write (folders created)")
-    for name in ("input", "kernel", "stride", "dilation"):
-        parser.add_argument(f"--{name}", type=_pair, default=None, metavar="N or HxW")
-    parser.add_argument("--padding", type=str.upper, choices=PARAMS["padding"][1], default=None)
-    parser.add_argument("--pads", type=_pads, default=None, metavar="T,B,L,R",
-                        help="explicit pads top,bottom,left,right (implies EXPLICIT)")
+    _geometry_arguments(parser, input_default=None, kernel_default=None, stride_default=None,
+                        padding_default=None, dilation_default=None)
     parser.add_argument("--op", choices=PARAMS["op"][1], default=None)
     parser.add_argument("--values", choices=PARAMS["values"][1], default=None)
     parser.add_argument("--theme", choices=PARAMS["theme"][1], default=None)

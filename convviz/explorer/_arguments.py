@@ -153,18 +153,16 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
               else "filter_grad" if "x" in given and "dy" in given
               else params["op"])
     params["op"] = check_param("op", op)
-    if "dy" in given:
+    if "dy" in given:  # the user's dy is one channel
         resolved.locked.append("multiplier")
         params["multiplier"] = 1
-        g = build_geometry(params)
-        expected = g.output_hw
-        if given["dy"].shape[1:] != expected:
-            p = params
-            raise ValueError(
-                f"dy must have shape {expected} (the output of input {p['input_h']}x{p['input_w']}, kernel "
-                f"{p['kernel_h']}x{p['kernel_w']}, stride {p['stride_h']}x{p['stride_w']}, dilation "
-                f"{p['dilation_h']}x{p['dilation_w']}, {p['padding']}), got {given['dy'].shape[1:]}")
     g = build_geometry(params)
+    if "dy" in given and given["dy"].shape[1:] != g.output_hw:
+        p = params
+        raise ValueError(
+            f"dy must have shape {g.output_hw} (the output of input {p['input_h']}x{p['input_w']}, kernel "
+            f"{p['kernel_h']}x{p['kernel_w']}, stride {p['stride_h']}x{p['stride_w']}, dilation "
+            f"{p['dilation_h']}x{p['dilation_w']}, {p['padding']}), got {given['dy'].shape[1:]}")
     if 0 in g.output_hw:
         (eh, ew), pr, pc = g.effective_kernel_hw, g.rows.padded_size, g.cols.padded_size
         raise ValueError(f"kernel: no window fits: the {eh}x{ew} effective kernel is larger than the "

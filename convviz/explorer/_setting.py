@@ -36,7 +36,6 @@ PARAMS: dict[str, tuple] = {
     "theme": ("auto", THEMES),
 }
 SALTS = {"x": 1, "w": 2, "dy": 3}
-OUTPUT_PANEL = {"input_grad": "dx", "filter_grad": "dw", "forward": "y"}
 _INTEGER_POOL = np.array([-2.0, -1.0, 1.0, 2.0, 3.0])
 _MASK = 0xFFFFFFFF
 
