@@ -175,39 +175,44 @@ def _demo(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="convviz demo",
         description="Show convviz's main job: the gradient of a strided convolution with respect to its input. "
-                    "Writes an animation (GIF), a coverage figure and a scatter figure (PNG), and a standalone "
-                    "HTML page with the interactive animation, and prints what it wrote.")
+                    "Writes a coverage figure and a scatter figure (PNG), the input gradient built cell by cell "
+                    "(a GIF, and the same frames as an interactive HTML page), and the offline explorer page, "
+                    "printing each file as it is written.")
     parser.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _geometry_arguments(parser, input_default="7", kernel_default="3", stride_default="2", padding_default="SAME")
     args = parser.parse_args(argv)
     setup = _setup_from(parser, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    say = (lambda *_, **__: None) if args.quiet else print
+
+    def wrote(paths: list[Path], what: str) -> None:
+        for path in paths:
+            say(f"  wrote {path} ({max(1, path.stat().st_size // 1024)} KiB): {what}", flush=True)
+
+    say(f"convviz demo - {setup.describe()}", flush=True)
     fig = coverage(setup)
-    fig.savefig(out / "coverage.png", dpi=90)
+    wrote([save(fig, out / "coverage.png")], "how many taps reach each input cell; rows with no gradient marked")
     plt.close(fig)
-    written.append((out / "coverage.png", "how many taps reach each input cell; rows with no gradient marked"))
     g = setup.geometry
     fig = scatter(setup, (g.output_hw[0] // 2, g.output_hw[1] // 2))
-    fig.savefig(out / "scatter.png", dpi=90)
+    wrote([save(fig, out / "scatter.png")], "one output-gradient cell scattered through every tap")
     plt.close(fig)
-    written.append((out / "scatter.png", "one output-gradient cell scattered through every tap"))
-    save(animate_input_gradient(setup), out / "input_gradient.gif", progress=False)
-    written.append((out / "input_gradient.gif", "the input gradient built cell by cell"))
-    save(animate_input_gradient(setup), out / "input_gradient.html", progress=False)
-    written.append((out / "input_gradient.html", "the same animation, interactive (open in a browser)"))
+    # One render, two files: the GIF and the interactive page share their frames.
+    paths = save(animate_input_gradient(setup), out / "input_gradient.gif", out / "input_gradient.html",
+                 progress=None if not args.quiet else False)
+    wrote(paths[:1], "the input gradient built cell by cell")
+    wrote(paths[1:], "the same animation, with play and step buttons (open in a browser)")
     from .explorer import write_page
 
     try:
-        write_page(out / "explorer.html", input=args.input, kernel=args.kernel, stride=args.stride,
-                   dilation=args.dilation, padding=setup.padding, pads=setup.pads if setup.padding == "EXPLICIT" else None)
-        written.append((out / "explorer.html", "the explorer: hover any number to see the sum that makes it (offline)"))
+        page = write_page(out / "explorer.html", input=args.input, kernel=args.kernel, stride=args.stride,
+                          dilation=args.dilation, padding=setup.padding,
+                          pads=setup.pads if setup.padding == "EXPLICIT" else None)
+        wrote([page], "the explorer: point at any number to see the sum that makes it (offline)")
     except ValueError as err:  # the explorer's sizes are capped for legibility
-        print(f"  (no explorer page: {err})")
-    print(f"convviz demo - {setup.describe()}")
-    for path, what in written:
-        print(f"  wrote {path} ({path.stat().st_size // 1024} KiB): {what}")
+        say(f"  (no explorer page: {err})")
     return 0
 
 
@@ -244,13 +249,14 @@ def _gallery(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="convviz gallery", description="Draw the convviz gallery into a folder.")
     parser.add_argument("--out", required=True, help="folder to write into (created if missing)")
-    parser.add_argument("--only", default="", help="comma-separated file names to draw (default: all)")
+    parser.add_argument("--only", default="", help="comma-separated entry or file names to draw (default: all)")
     parser.add_argument("--quiet", action="store_true", help="do not print progress")
     args = parser.parse_args(argv)
     only = [name.strip() for name in args.only.split(",") if name.strip()] or None
-    names = {entry.name for entry in gallery.ENTRIES}
-    if only and set(only) - names:
-        parser.error(f"unknown entries {sorted(set(only) - names)}; choose from {sorted(names)}")
+    try:
+        gallery.select(only)
+    except ValueError as err:
+        parser.error(str(err))
     paths = gallery.build(args.out, only=only, progress=not args.quiet)
     print(f"{len(paths) - 1} gallery files and README.md written to {args.out}")
     return 0

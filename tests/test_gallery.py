@@ -39,6 +39,11 @@ def test_gallery_writes_at_least_twelve_distinct_files(built):
     readme = (built / "README.md").read_text()
     for entry in gallery.ENTRIES:
         assert entry.name in readme and entry.lesson in readme
+        assert f"]({entry.shown})" in readme  # the README shows the SVG of every figure
+        if not entry.animated:
+            assert entry.shown.endswith(".svg") and (built / entry.shown).exists()
+            with Image.open(built / f"{entry.name}.png") as png:
+                assert png.info["dpi"][0] >= 149  # PNGs at 150 dpi
 
 
 def test_gallery_covers_the_cases_a_course_needs():
@@ -53,12 +58,23 @@ def test_committed_gallery_matches_what_the_command_draws(built):
     assert sorted(p.name for p in COMMITTED.iterdir()) == sorted(p.name for p in built.iterdir())
     assert (COMMITTED / "README.md").read_text() == (built / "README.md").read_text()
     for entry in gallery.ENTRIES:
-        ours, theirs = _frames(COMMITTED / entry.name), _frames(built / entry.name)
-        assert len(ours) == len(theirs), entry.name
+        raster = entry.files[-1]  # the PNG of a figure, the GIF of an animation
+        ours, theirs = _frames(COMMITTED / raster), _frames(built / raster)
+        assert len(ours) == len(theirs), raster
         for a, b in zip(ours, theirs):
-            assert a.shape == b.shape, entry.name
+            assert a.shape == b.shape, raster
             # Identical drawing; allow font rasterisation to differ by a few grey levels.
-            assert np.mean(np.abs(a - b)) < 2.0, entry.name
+            assert np.mean(np.abs(a - b)) < 2.0, raster
+        if not entry.animated:  # the SVG: same canvas, about the same drawing
+            svg_ours, svg_theirs = ((d / entry.shown).read_text() for d in (COMMITTED, built))
+            assert _svg_size(svg_ours) == _svg_size(svg_theirs), entry.shown
+            assert abs(len(svg_ours) - len(svg_theirs)) < 0.02 * len(svg_ours), entry.shown
+
+
+def _svg_size(svg: str) -> tuple[str, str]:
+    import re
+
+    return re.search(r'<svg[^>]*width="([^"]+)"[^>]*height="([^"]+)"', svg).groups()
 
 
 def test_gallery_command_errors(capsys):
@@ -66,4 +82,10 @@ def test_gallery_command_errors(capsys):
         main(["gallery"])  # --out is required
     with pytest.raises(SystemExit):
         main(["gallery", "--out", "x", "--only", "no_such.png"])
-    assert "unknown entries" in capsys.readouterr().err
+    assert "no gallery entries named ['no_such.png']" in capsys.readouterr().err
+
+
+def test_only_accepts_entry_and_file_names(tmp_path):
+    assert main(["gallery", "--out", str(tmp_path), "--quiet", "--only", "13_geometry_card,08_gridding_s2_d2.png"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "08_gridding_s2_d2.png", "08_gridding_s2_d2.svg", "13_geometry_card.png", "13_geometry_card.svg", "README.md"]

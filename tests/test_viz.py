@@ -75,19 +75,19 @@ def test_scatter_shows_one_cell_through_every_tap(setup, cell):
     fig = viz.scatter(setup, cell, in_channel=1 if setup.in_channels > 1 else 0,
                       out_channel=2 if setup.out_channels > 2 else 0)
     ax_dy, ax_w, ax_dx = fig.axes[:3]
-    assert ax_dy.get_title().startswith("output gradient dL/dy") and ax_w.get_title().startswith("kernel W")
+    assert ax_dy.get_title().startswith(f"dL/dy, cell {tuple(cell)}") and ax_w.get_title() == "kernel W"
     assert ax_dx.get_xlabel() == "input column" and setup.describe() in fig.get_suptitle()
     # What the panel shows is W[kh, kw] * dy[cell] at each tap's input cell -- by the geometry...
     g = setup.geometry
     ci, co = (1, 2) if setup.in_channels > 1 else (0, 0)
     dy = setup.plane(setup.out_backprop(), 0, co)[cell]
     expected = np.zeros(g.input_hw)
-    lost = 0
+    dropped = []
     for kh in range(g.kernel_hw[0]):
         for kw in range(g.kernel_hw[1]):
             i, j = g.input_cell(cell, (kh, kw))
             if g.is_padding((i, j)):
-                lost += 1
+                dropped.append((j, i, f"{setup.filter()[kh, kw, ci, co] * dy:g}"))
             else:
                 expected[i, j] += setup.filter()[kh, kw, ci, co] * dy
     np.testing.assert_array_equal(_image_data(ax_dx), expected)
@@ -97,8 +97,46 @@ def test_scatter_shows_one_cell_through_every_tap(setup, cell):
     one[index] = dy
     np.testing.assert_array_equal(
         setup.plane(setup.input_gradient(one), 0, ci), expected)
-    crosses = [line for line in ax_dx.lines if line.get_marker() == "x"]
-    assert len(crosses) == lost
+    # Products of taps in the padding are written, in italics, where they are dropped.
+    italic = sorted((round(t.get_position()[0]), round(t.get_position()[1]), t.get_text())
+                    for t in ax_dx.texts if t.get_style() == "italic")
+    assert italic == sorted(dropped)
+    assert not ax_dx.lines  # no X marks
+
+
+def _hatched_boxes(ax) -> list:
+    """Every hatched rectangle drawn on an Axes (padding strips), in data coordinates."""
+    from matplotlib.collections import PatchCollection
+
+    boxes = [p.get_bbox() for p in ax.patches if p.get_hatch()]
+    for coll in ax.collections:
+        if isinstance(coll, PatchCollection) and coll.get_hatch():
+            boxes += [path.get_extents() for path in coll.get_paths()]
+    return boxes
+
+
+@pytest.mark.parametrize("draw", [
+    lambda s: viz.scatter(s, (0, 0)).axes[2:], lambda s: viz.coverage(s).axes,
+    lambda s: viz.depthwise(s, (0, 0)).axes, lambda s: viz.animate_input_gradient(s)._fig.axes[1:],
+    lambda s: viz.animate_filter_gradient(s)._fig.axes,
+])
+def test_padding_is_drawn_around_the_input_never_over_it(draw):
+    s = viz.Setup(input_hw=6, kernel_hw=3, padding="EXPLICIT", pads=(2, 0, 1, 3))
+    axes = draw(s)  # the panels that draw the input
+    hatched = [box for ax in axes[:1] for box in _hatched_boxes(ax)]
+    assert hatched  # the padding strips are there ...
+    assert not any(_over_input(box) for box in hatched)  # ... and none covers a real cell
+    # The fault this test is for: one hatched rectangle behind the whole padded input.
+    from matplotlib.patches import Rectangle
+    _, ax = plt.subplots()
+    ax.add_patch(Rectangle((-1.5, -2.5), 10, 8, hatch="//"))
+    assert _over_input(_hatched_boxes(ax)[0])
+
+
+def _over_input(box, size: int = 6) -> bool:
+    """Whether a box covers part of the real input [-0.5, size - 0.5]^2."""
+    return (min(box.x1, size - 0.5) - max(box.x0, -0.5) > 1e-9
+            and min(box.y1, size - 0.5) - max(box.y0, -0.5) > 1e-9)
 
 
 def test_scatter_on_given_axes_and_bad_cell():
@@ -114,19 +152,26 @@ def test_scatter_on_given_axes_and_bad_cell():
     (viz.Setup(input_hw=8, kernel_hw=3, strides=2), "checkerboard", [7]),
     (viz.Setup(input_hw=10, kernel_hw=4, strides=2, padding="SAME"), "even overlap", []),
     (viz.Setup(input_hw=11, kernel_hw=3, strides=2, dilations=2), "gridding", [1, 3, 5, 7, 9]),
-    (viz.Setup(input_hw=9, kernel_hw=2, strides=4), "skipped", [2, 3, 6, 7, 8]),
+    (viz.Setup(input_hw=9, kernel_hw=2, strides=4), "never read", [2, 3, 6, 7, 8]),
 ])
 def test_coverage_counts_and_patterns(setup, words, zero_rows):
     fig = viz.coverage(setup)
     ax = fig.axes[0]
     shown = _image_data(ax)
     np.testing.assert_array_equal(shown, setup.geometry.coverage())
-    assert words in fig.get_suptitle()
+    legend = fig.legends[0]
+    assert words in legend.get_title().get_text()
     assert list(setup.geometry.zero_gradient_rows()) == zero_rows
     if zero_rows:
-        assert f"rows {zero_rows}" in ax.get_title()
+        assert f"rows {', '.join(map(str, zero_rows))}" in legend.get_texts()[0].get_text()
         assert (shown[zero_rows] == 0).all()
+        # zeros are written as 0 (on the band's colour), never crossed out
+        zeros = [t for t in ax.texts if t.get_text() == "0"]
+        assert len(zeros) == int((shown == 0).sum()) and not ax.lines
     assert ax.get_ylabel() == "input row"
+    # one colour and one integer tick per count: no 1.5 / 2.5 ticks
+    ticks = fig.axes[1].get_yticks()
+    assert np.array_equal(ticks, np.round(ticks))
 
 
 def test_coverage_is_the_input_gradient_of_ones():
@@ -154,10 +199,19 @@ def test_scatter_vs_gather_figure():
     fig = viz.scatter_vs_gather(s)
     assert "max |scatter - gather| = 0" in fig.get_suptitle()
     titles = [ax.get_title() for ax in fig.axes]
-    assert any("flipped 180" in t for t in titles) and any(t.startswith("7. gather") for t in titles)
+    assert "6. W flipped" in titles and "7. correlate 5 with 6" in titles
     flipped_ax = next(ax for ax in fig.axes if "flipped" in ax.get_title())
     first_label = next(t.get_text() for t in flipped_ax.texts)
     assert first_label.startswith("i")  # tap i (bottom right) is now at the top left
+    # Step 5 tells dL/dy's numbers, inserted zeros and padding zeros apart.
+    steps = views.gather_steps(s)
+    padded_ax = next(ax for ax in fig.axes if ax.get_title().startswith("5."))
+    origin = steps["padded_origin"]
+    styles = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_style() for t in padded_ax.texts}
+    for (i, j), slant in styles.items():
+        assert slant == ("italic" if origin[i, j] == views.PADDING_ZERO else "normal")
+    assert {views.FROM_DY, views.INSERTED_ZERO, views.PADDING_ZERO} == set(np.unique(origin))
+    assert len(styles) == origin.size
 
 
 # -- depthwise -------------------------------------------------------------------------
@@ -174,7 +228,8 @@ def test_depthwise_view(setup, tap, channel, multiplier):
     np.testing.assert_array_equal(_image_data(ax_w), dw)
     products = _image_data(fig.axes[2])
     assert products.sum() == dw[tap]
-    assert f"dW[{tap[0]}, {tap[1]}] = {dw[tap]:g}" in ax_w.get_title()
+    assert ax_w.get_title() == f"4. dW[{tap[0]}, {tap[1]}] = {dw[tap]:g}"
+    assert f"sum {products.sum():g}" in fig.axes[2].get_title()
     with pytest.raises(ValueError):
         viz.depthwise(setup, (5, 5))
 
@@ -187,16 +242,30 @@ def test_card_fills_in_the_formulas():
     assert "before = need // 2 = 0, after = need - before = 1" in text
     valid = views.card_text(viz.Setup(input_hw=8, kernel_hw=3, strides=3))
     assert "out = (8 + 0 + 0 - 3) // 3 + 1 = 2" in valid and "no gradient: [6, 7]" in valid
-    assert viz.card(s).axes[0].texts[0].get_text() == text
+    fig = viz.card(s)
+    assert fig.axes[0].texts[0].get_text() == "\n".join(text.splitlines()[2:])
+    assert s.describe() in fig.get_suptitle()
+    # the strip: one window (a line with a dot per tap) per output index, both axes alike here
+    strip = fig.axes[1]
+    assert strip.get_title(loc="left").startswith("rows and columns")
+    assert [len(line.get_xdata()) for line in strip.lines[1::2]] == [3, 3, 3]
+    lost = viz.card(viz.Setup(input_hw=(8, 9), kernel_hw=(3, 2), strides=3, padding="SAME"))
+    assert [ax.get_title(loc="left").split(":")[0] for ax in lost.axes[1:]] == ["rows", "columns"]
 
 
 def test_nhwc_and_nchw_give_the_same_picture():
     from convviz.viz.gallery import layouts
 
-    fig = layouts(viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME"))
-    a, b = (_image_data(ax) for ax in fig.axes[:2])
-    np.testing.assert_array_equal(a, b)
+    s = viz.Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME")
+    fig = layouts(s)
     assert "max |NHWC - NCHW| = 0" in fig.get_suptitle()
+    # the memory strips hold the same numbers in two orders
+    nhwc = s.replace(in_channels=2, out_channels=3)
+    dx = nhwc.input_gradient()
+    memory = fig.axes[1]
+    shown = [t.get_text() for t in memory.texts]
+    assert shown[:12] == [f"{v:g}" for v in dx.ravel()[:12]]
+    assert shown[12:] == [f"{v:g}" for v in dx.transpose(0, 3, 1, 2).ravel()[:12]]
 
 
 # -- animations --------------------------------------------------------------------------
@@ -216,10 +285,10 @@ def test_filter_gradient_animation_and_html(tmp_path, capsys):
     anim = viz.animate_filter_gradient(s)
     assert anim._save_count == 2 * 3 + 1
     np.testing.assert_array_equal(anim.final_frame, s.filter_gradient()[:, :, 0, 0])
-    path = viz.save(anim, tmp_path / "dw.html")
+    path = viz.save(anim, tmp_path / "dw.html", progress=True)
     html = path.read_text()
-    assert "data:image/png;base64" in html and "<script" in html  # frames embedded, controls included
-    assert "frame 7/7" in capsys.readouterr().err  # progress was reported
+    assert html.count("data:image/png;base64") == 7 and "<script" in html  # frames embedded, controls included
+    assert "7/7" in capsys.readouterr().err  # progress was reported
 
 
 def test_save_formats(tmp_path):
@@ -247,20 +316,46 @@ def test_save_writes_figures_by_extension(tmp_path):
         viz.save([], tmp_path / "c.png")
 
 
-def _network_references(html: str) -> list[str]:
-    return re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//[^\"' >]+", html)
-
-
 def test_html_animation_loads_nothing_from_the_network(tmp_path):
-    from convviz.viz.animate import offline_html
-
     anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
     html = viz.save(anim, tmp_path / "a.html", progress=False).read_text()
-    assert _network_references(html) == [] and "http" not in html.split("<script")[0]
-    assert 'aria-label="play">\u25b6<' in html and "fa fa-" not in html  # the buttons have labels offline
-    # The check catches the fault it is for: matplotlib's own page links a CDN.
-    planted = '<link rel="stylesheet"\nhref="https://maxcdn.bootstrapcdn.com/font-awesome/4.4.0/css/font-awesome.min.css">'
-    assert _network_references(planted) and not _network_references(offline_html(planted))
+    assert viz.checks.network_references(html) == []
+    assert 'aria-label="play"' in html and "fa fa-" not in html  # the buttons have labels offline
+
+
+def _numbers(ax) -> list[float]:
+    """The numbers written on an Axes (its words left out)."""
+    out = []
+    for t in ax.texts:
+        try:
+            out.append(float(t.get_text()))
+        except ValueError:
+            pass
+    return out
+
+
+def test_animations_show_their_numbers_frame_by_frame():
+    s = viz.Setup(input_hw=5, kernel_hw=3, strides=2, padding="SAME")
+    anim = viz.animate_input_gradient(s)
+    ax_dy, ax_dx = anim._fig.axes[:2]
+    anim._func(0)  # the first dL/dy cell: its window's products, nothing else
+    first = sorted(_numbers(ax_dx))
+    one = np.zeros_like(s.out_backprop())
+    one[0, 0, 0, 0] = s.out_backprop()[0, 0, 0, 0]
+    # a 2x2 corner of its 3x3 window is in the real input (SAME pads the top and left by 1)
+    assert first == sorted(s.plane(s.input_gradient(one))[:2, :2].ravel().tolist())
+    anim._func(anim._save_count - 1)  # the final frame: every reached cell's number is the kernel's
+    assert sorted(_numbers(ax_dx)) == sorted(anim.final_frame.ravel().tolist())
+    # dL/dy keeps its own colour scale: its extremes reach the ends of the map (not washed out)
+    norm = ax_dy.images[0].norm
+    dy = s.plane(s.out_backprop())
+    assert max(abs(norm(dy.min()) - 0.5), abs(norm(dy.max()) - 0.5)) == pytest.approx(0.5)
+    # the depthwise animation writes each tap's products and their sum
+    fa = viz.animate_filter_gradient(s)
+    fa._func(4)
+    ax_x, ax_p, ax_w = fa._fig.axes[:3]
+    products = _numbers(ax_p)
+    assert f"sum {sum(products):g} = dW[1, 1]" in ax_p.get_title() and sum(products) == fa.final_frame[1, 1]
 
 
 def test_channel_indices_out_of_range_raise_instead_of_wrapping():

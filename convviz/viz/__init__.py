@@ -1,7 +1,7 @@
 """Figures and animations of convolution gradients, drawn from the kernels' own numbers.
 
-Start from a :class:`Setup` (sizes, strides, dilations, padding, example
-numbers), then draw:
+Start from a :class:`Setup` (sizes, strides, dilations, padding, and your own
+``x``, ``W``, ``dy`` arrays or example numbers), then draw:
 
 * :func:`scatter` -- one output-gradient cell scattered through every tap;
 * :func:`coverage` -- how many taps reach each input cell (checkerboards,
@@ -10,20 +10,31 @@ numbers), then draw:
   zero-insertion + padding + flipped-kernel correlation;
 * :func:`depthwise` -- one tap of the depthwise filter gradient;
 * :func:`card` -- the geometry with its formulas filled in;
-* :func:`animate_input_gradient`, :func:`animate_filter_gradient` and
-  :func:`save` -- animations as GIF, MP4 or interactive HTML.
+* :func:`animate_input_gradient`, :func:`animate_filter_gradient` -- animations.
+
+:func:`save` writes any of them by extension (``.png``, ``.svg``, ``.pdf``,
+``.gif``, ``.mp4``, ``.html``).  Every figure is drawn in one style, with the
+theme chosen by :func:`use_theme` or :func:`theme_context` (``"screen"``,
+``"projector"``, ``"print"``) or per call with ``theme=``; :mod:`convviz.viz.checks`
+tests a figure's legibility (contrast, overlaps, clipping, font size).
 
 Examples
 --------
 >>> from convviz import viz
->>> fig = viz.coverage(viz.Setup(input_hw=7, kernel_hw=3, strides=2))
+>>> fig = viz.coverage(viz.Setup(input_hw=7, kernel_hw=3, strides=2), theme="projector")
 >>> fig.axes[0].get_xlabel()
 'input column'
+>>> viz.checks.check_figure(fig)
+[]
 """
 
-from .animate import animate_filter_gradient, animate_input_gradient, save
+from . import checks
+from ._save import save
+from ._style import THEMES, Theme, current as current_theme, theme_context, use_theme
+from .animate import animate_filter_gradient, animate_input_gradient
 from .setup import Setup
 from .views import card, coverage, depthwise, scatter, scatter_vs_gather
 
-__all__ = ["Setup", "animate_filter_gradient", "animate_input_gradient", "card", "coverage", "depthwise",
-           "save", "scatter", "scatter_vs_gather"]
+__all__ = ["THEMES", "Setup", "Theme", "animate_filter_gradient", "animate_input_gradient", "card", "checks",
+           "coverage", "current_theme", "depthwise", "save", "scatter", "scatter_vs_gather", "theme_context",
+           "use_theme"]

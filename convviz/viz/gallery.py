@@ -14,133 +14,185 @@ from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Patch, Rectangle
 
 # No matplotlib.use(): savefig and the animation writers pick their canvas by file
 # format, so the gallery draws on any backend and never switches a notebook's.
 from . import _style as style
-from .animate import animate_filter_gradient, animate_input_gradient, save
+from ._save import save
+from .animate import animate_filter_gradient, animate_input_gradient
 from .setup import Setup
-from .views import _labels, _padded_canvas, card, coverage, depthwise, scatter, scatter_vs_gather
+from .views import _labels, _padded_canvas, _size, card, coverage, depthwise, scatter, scatter_vs_gather
 
-__all__ = ["ENTRIES", "Entry", "build", "layouts"]
+__all__ = ["ENTRIES", "Entry", "build", "layouts", "select"]
 
-PNG_METADATA = {"Software": None}  # no version stamp: the same inputs give the same file
-
-
-def layouts(setup: Setup):
-    """The same convolution computed in NHWC and in NCHW: the same picture, bit for bit."""
+@style.themed
+def layouts(setup: Setup, slots: int = 12):
+    """One gradient, two memory layouts: the numbers are equal, only their order in memory differs."""
+    theme = style.current()
     nhwc = setup.replace(data_format="NHWC", in_channels=2, out_channels=3)
     nchw = nhwc.replace(data_format="NCHW")
-    a = nhwc.plane(nhwc.input_gradient(), 0, 0)
-    b = nchw.plane(nchw.input_gradient(), 0, 0)
-    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9), layout="constrained")
-    norm = style.signed_norm(a, b)
-    for ax, plane, name in ((axes[0], a, "NHWC"), (axes[1], b, "NCHW")):
-        _padded_canvas(ax, nhwc.geometry)
-        style.draw_grid(ax, plane, style.SIGNED_CMAP, norm)
-        _labels(ax, f"dL/dx, channel 0, computed in {name}", "input")
-    fig.suptitle(f"Same convolution, two layouts - {nhwc.describe()}, 2 -> 3 channels\n"
-                 f"max |NHWC - NCHW| = {float(np.max(np.abs(a - b))):g}", fontsize=10)
+    a, b = nhwc.input_gradient(), nchw.input_gradient()
+    difference = float(np.max(np.abs(nhwc.plane(a) - nchw.plane(b))))
+    plane = nhwc.plane(a, 0, 0)
+    h, w = plane.shape
+    fig, (ax_plane, ax_memory) = plt.subplots(1, 2, layout="constrained", width_ratios=[w + 2, slots + 2],
+                                              figsize=_size([w + 2, slots + 2], h + 2, legend=True))
+    _padded_canvas(ax_plane, nhwc.geometry, label_pads=False)
+    style.draw_grid(ax_plane, plane, theme.signed_cmap, style.signed_norm(plane))
+    _labels(ax_plane, "dL/dx, channel 0", "input")
+    tints = ["#d6eaf8", "#fbe3c0"]  # channel 0, channel 1: light, so black numbers read on both
+    for row, (name, array) in enumerate((("NHWC", a), ("NCHW", b))):
+        flat = array.ravel()[:slots]
+        channel = (np.arange(slots) % 2 if name == "NHWC" else np.arange(slots) // (h * w))
+        for k in range(slots):
+            ax_memory.add_patch(Rectangle((k - 0.5, row - 0.5), 1, 1, facecolor=tints[channel[k] % 2],
+                                          edgecolor=theme.grid_color, linewidth=theme.grid_width,
+                                          hatch="" if channel[k] % 2 == 0 else "..."))
+            ax_memory.text(k, row, style.fmt(flat[k]), ha="center", va="center", fontsize=theme.number_pt,
+                           color="black")
+    ax_memory.set_xlim(-0.5, slots - 0.5)
+    ax_memory.set_ylim(1.5, -0.5)
+    ax_memory.set_aspect("equal")
+    ax_memory.set_yticks([0, 1], ["NHWC", "NCHW"])
+    ax_memory.set_xticks(range(0, slots, 2))
+    ax_memory.set_xlabel("position in memory")
+    ax_memory.set_title(f"the first {slots} numbers of dL/dx in memory")
+    handles = [Patch(facecolor=tints[0], edgecolor=theme.grid_color, label="channel 0"),
+               Patch(facecolor=tints[1], edgecolor=theme.grid_color, hatch="...", label="channel 1")]
+    ax_memory.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.55), ncols=2, frameon=False)
+    fig.suptitle(f"Two layouts, one gradient: max |NHWC - NCHW| = {difference:g}\n"
+                 f"{nhwc.describe()}, 2 -> 3 channels")
+    fig.draw_without_rendering()
     return fig
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One gallery file: its name, what it teaches, and how to draw it."""
+    """One gallery item: its name (files are ``name.svg`` and ``name.png``, or ``name.gif``), what it teaches,
+    and how to draw it."""
 
     name: str
     lesson: str
-    draw: Callable[[], object]  # a Figure, or an animation for .gif names
+    draw: Callable[[], object]  # a Figure, or an Animation when ``animated``
+    animated: bool = False
+
+    @property
+    def files(self) -> list[str]:
+        """The files this entry writes: vector and raster for figures, a GIF for animations."""
+        return [f"{self.name}.gif"] if self.animated else [f"{self.name}.svg", f"{self.name}.png"]
+
+    @property
+    def shown(self) -> str:
+        """The file the README shows (the SVG of a figure)."""
+        return self.files[0]
 
 
 ENTRIES: list[Entry] = [
-    Entry("01_valid_stride1_scatter.png",
-          "No padding, stride 1: one dL/dy cell adds W x dL/dy to a full 3x3 window of the input.",
+    Entry("01_valid_stride1_scatter",
+          "No padding, stride 1: one dL/dy cell adds W \u00d7 dL/dy to a full 3x3 window of the input.",
           lambda: scatter(Setup(input_hw=6, kernel_hw=3), (1, 2))),
-    Entry("02_same_stride1_scatter.png",
-          "SAME padding, stride 1: at the border, taps land in the zero padding and carry nothing.",
+    Entry("02_same_stride1_scatter",
+          "SAME padding, stride 1: at the border, taps land in the zero padding and their products are dropped.",
           lambda: scatter(Setup(input_hw=6, kernel_hw=3, padding="SAME"), (0, 0))),
-    Entry("03_valid_stride2_lost_row.png",
+    Entry("03_valid_stride2_lost_row",
           "VALID, kernel 3, stride 2 on 8 inputs: row and column 7 are never read, so their gradient is exactly 0.",
           lambda: coverage(Setup(input_hw=8, kernel_hw=3, strides=2))),
-    Entry("04_explicit_asymmetric_scatter.png",
-          "Explicit, asymmetric padding (top 2, bottom 0, left 1, right 3): the frame shows each side's amount.",
+    Entry("04_explicit_asymmetric_scatter",
+          "Explicit, asymmetric padding (top 2, bottom 0, left 1, right 3): each side's strip has its own width.",
           lambda: scatter(Setup(input_hw=6, kernel_hw=3, padding="EXPLICIT", pads=(2, 0, 1, 3)), (0, 5))),
-    Entry("05_checkerboard_k3_s2.png",
+    Entry("05_checkerboard_k3_s2",
           "Kernel 3, stride 2: overlaps of 1, 2 and 4 -- the checkerboard of transposed convolutions.",
           lambda: coverage(Setup(input_hw=10, kernel_hw=3, strides=2, padding="SAME"))),
-    Entry("06_even_overlap_k4_s2.png",
+    Entry("06_even_overlap_k4_s2",
           "Kernel 4, stride 2: the kernel is a multiple of the stride, every interior cell is reached 4 times.",
           lambda: coverage(Setup(input_hw=10, kernel_hw=4, strides=2, padding="SAME"))),
-    Entry("07_dilation2_scatter.png",
+    Entry("07_dilation2_scatter",
           "Dilation 2: the 3 taps spread over 5 cells, skipping every other input cell.",
           lambda: scatter(Setup(input_hw=9, kernel_hw=3, dilations=2, padding="SAME"), (4, 4))),
-    Entry("08_gridding_s2_d2.png",
+    Entry("08_gridding_s2_d2",
           "Stride 2 and dilation 2: gcd 2 leaves every odd row and column without any gradient (gridding).",
           lambda: coverage(Setup(input_hw=11, kernel_hw=3, strides=2, dilations=2))),
-    Entry("09_scatter_vs_gather.png",
+    Entry("09_scatter_vs_gather",
           "The same input gradient as a scatter and as zero-insertion, padding and a flipped-kernel correlation.",
           lambda: scatter_vs_gather(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME"))),
-    Entry("10_depthwise_tap.png",
-          "Depthwise filter gradient: one tap reads a strided lattice of the input; its dW is that lattice "
-          "times dL/dy, summed.",
+    Entry("10_depthwise_tap",
+          "Depthwise filter gradient: one tap reads a strided lattice of the input; its dW is the sum of that "
+          "lattice times dL/dy.",
           lambda: depthwise(Setup(input_hw=8, kernel_hw=3, strides=2, padding="SAME"), (0, 1))),
-    Entry("11_depthwise_multiplier2.png",
+    Entry("11_depthwise_multiplier2",
           "Channel multiplier 2: each input channel feeds two output channels, each with its own dW.",
           lambda: depthwise(Setup(input_hw=7, kernel_hw=3, padding="SAME", in_channels=2, multiplier=2),
                             (1, 1), channel=1, multiplier=1)),
-    Entry("12_nhwc_vs_nchw.png",
-          "NHWC and NCHW give the same gradient, bit for bit: layout is storage, not arithmetic.",
+    Entry("12_nhwc_vs_nchw",
+          "NHWC and NCHW give the same gradient, bit for bit: the layout only orders the numbers in memory.",
           lambda: layouts(Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME"))),
-    Entry("13_geometry_card.png",
-          "The geometry card: output size, SAME's pad split and the lost rows, with the numbers filled in.",
-          lambda: card(Setup(input_hw=8, kernel_hw=3, strides=3, dilations=1, padding="SAME"))),
-    Entry("14_input_gradient_cell_by_cell.gif",
+    Entry("13_geometry_card",
+          "The geometry card: output sizes, SAME's pad split and the columns no window reads, formulas filled in.",
+          lambda: card(Setup(input_hw=(8, 9), kernel_hw=(3, 2), strides=3, padding="SAME"))),
+    Entry("14_input_gradient_cell_by_cell",
           "The input gradient built one dL/dy cell at a time (kernel 3, stride 2: watch the overlaps add up).",
-          lambda: animate_input_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME"))),
-    Entry("15_filter_gradient_tap_by_tap.gif",
+          lambda: animate_input_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")), True),
+    Entry("15_filter_gradient_tap_by_tap",
           "The depthwise filter gradient filled in tap by tap, each tap with the input lattice it reads.",
-          lambda: animate_filter_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME"))),
+          lambda: animate_filter_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")), True),
 ]
+
+
+def select(only: list[str] | None) -> list[Entry]:
+    """The entries named in ``only`` (by name or by any of their file names), all when None.
+
+    Examples
+    --------
+    >>> [e.name for e in select(["08_gridding_s2_d2.png", "13_geometry_card"])]
+    ['08_gridding_s2_d2', '13_geometry_card']
+    """
+    if only is None:
+        return list(ENTRIES)
+    known = {key: e for e in ENTRIES for key in (e.name, *e.files)}
+    unknown = sorted(set(only) - set(known))
+    if unknown:
+        raise ValueError(f"no gallery entries named {unknown}; choose from {[e.name for e in ENTRIES]}")
+    chosen = {known[key].name for key in only}
+    return [e for e in ENTRIES if e.name in chosen]
 
 
 def build(out_dir: str | Path, *, only: list[str] | None = None, progress: bool = True,
           stream=sys.stdout) -> list[Path]:
     """Write the gallery (or the entries named in ``only``) and its README into ``out_dir``.
 
-    Returns the paths written, README last.
+    Figures are written as SVG (vector, for print and the README) and PNG
+    (150 dpi); animations as GIF.  Returns the paths written, README last.
 
     Examples
     --------
     >>> import tempfile
     >>> from convviz.viz import gallery
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     paths = gallery.build(folder, only=["13_geometry_card.png"], progress=False)
+    ...     paths = gallery.build(folder, only=["13_geometry_card"], progress=False)
     >>> [p.name for p in paths]
-    ['13_geometry_card.png', 'README.md']
+    ['13_geometry_card.svg', '13_geometry_card.png', 'README.md']
     """
     out = Path(out_dir)
+    entries = select(only)
     out.mkdir(parents=True, exist_ok=True)
-    entries = [e for e in ENTRIES if only is None or e.name in only]
-    unknown = set(only or ()) - {e.name for e in ENTRIES}
-    if unknown:
-        raise ValueError(f"no gallery entries named {sorted(unknown)}")
     written = []
     for entry in entries:
-        path = out / entry.name
+        paths = [out / name for name in entry.files]
         drawn = entry.draw()
-        if path.suffix == ".gif":
-            save(drawn, path, progress=progress)
-        else:
-            drawn.savefig(path, dpi=80, metadata=PNG_METADATA)
+        save(drawn, *paths, progress=progress)
+        if not entry.animated:
             plt.close(drawn)
-        written.append(path)
+        written += paths
         if progress:
-            print(f"wrote {path}", file=stream)
+            print(f"wrote {', '.join(str(p) for p in paths)}", file=stream)
     readme = out / "README.md"
     lines = ["# convviz gallery", "",
-             "Regenerate with `convviz gallery --out gallery` (this folder is that command's output).", ""]
-    lines += [f"- **[{e.name}]({e.name})** - {e.lesson}" for e in ENTRIES]
-    readme.write_text("\n".join(lines) + "\n")
+             "Regenerate with `convviz gallery --out gallery` (this folder is that command's output). "
+             "Every figure is here as SVG (vector: print, slides, this page) and PNG (150 dpi).", ""]
+    for e in ENTRIES:
+        links = " · ".join(f"[{name.rsplit('.', 1)[1].upper()}]({name})" for name in e.files)
+        lines += [f"## {e.name}", "", e.lesson, "", f"![{e.lesson}]({e.shown})", "", links, ""]
+    readme.write_text("\n".join(lines))
     written.append(readme)
     return written

@@ -7,6 +7,7 @@ matplotlib Figure (or draws on the Axes it is given).
 
 from __future__ import annotations
 
+import textwrap
 from math import gcd
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.collections import PatchCollection
 from matplotlib.patches import Patch, Rectangle
 
 from .. import ops
@@ -25,40 +27,88 @@ from .setup import Setup
 __all__ = ["card", "coverage", "depthwise", "gather_steps", "scatter", "scatter_vs_gather"]
 
 
-def _figure(ncols: int, nrows: int = 1, width: float = 3.6, height: float = 3.4) -> tuple[Figure, np.ndarray]:
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
-                             layout="constrained")
-    return fig, axes
+def _size(widths: list[float], rows: float, colorbars: int = 0, legend: bool = False,
+          min_width: float = 0.0) -> tuple[float, float]:
+    """Figure size (inches) for panels ``widths`` cells wide and ``rows`` cells high, at the theme's cell size."""
+    theme = style.current()
+    cell = theme.cell_inch
+    tick_room = 4.2 * theme.label_pt / 72  # tick labels and the axis label beside each panel
+    width = sum(w * cell + tick_room for w in widths) + colorbars * 8.5 * theme.label_pt / 72 + 0.3
+    height = rows * cell + 4.6 * theme.label_pt / 72 + 2.6 * theme.suptitle_pt / 72
+    if legend:
+        height += 2.8 * theme.label_pt / 72
+    return max(width, min_width), height
+
+
+def _figure(widths: list[float], rows: float, colorbars: int = 0, legend: bool = False,
+            min_width: float = 0.0) -> tuple[Figure, list[Axes]]:
+    """A row of panels whose widths follow their grids' widths."""
+    fig, axes = plt.subplots(1, len(widths), figsize=_size(widths, rows, colorbars, legend, min_width),
+                             layout="constrained", squeeze=False, width_ratios=widths)
+    return fig, list(axes[0])
+
+
+def _titles(fig: Figure, title: str, subtitle: str = "") -> None:
+    """One short title, the parameters on a second line (wrapped to the figure's width)."""
+    theme = style.current()
+    text = title
+    if subtitle:
+        text += "\n" + _wrap(subtitle, fig.get_figwidth(), theme.suptitle_pt)
+    fig.suptitle(text, fontsize=theme.suptitle_pt)
+    # Constrained layout settles aspect-locked panels only on a second pass: make the
+    # first draw the user sees (inline backends draw once) the settled one.
+    fig.draw_without_rendering()
+
+
+def _wrap(text: str, width_inch: float, points: float) -> str:
+    """Wrap each line of ``text`` to about the number of characters that fit ``width_inch`` at ``points``."""
+    chars = max(20, int(width_inch * 72 / (0.6 * points)))
+    return "\n".join("\n".join(textwrap.wrap(line, chars)) for line in text.splitlines())
+
+
+def _legend(fig: Figure, ax: Axes, handles: list, own_figure: bool, title: str | None = None) -> None:
+    """A legend below the plot (never over it): the figure's when it is ours, else the Axes'."""
+    if not handles and not title:
+        return
+    theme = style.current()
+    ncols = max(1, min(len(handles), 3))
+    if title:  # wrapped to the figure's width: a legend never leaves the canvas
+        title = _wrap(title, fig.get_figwidth(), theme.label_pt)
+    if own_figure:
+        fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title,
+                   fontsize=theme.label_pt, title_fontsize=theme.label_pt)
+    else:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=ncols, frameon=False,
+                  title=title, fontsize=theme.label_pt, title_fontsize=theme.label_pt)
 
 
 def _padded_canvas(ax: Axes, g: ConvGeometry, label_pads: bool = True) -> None:
-    """Hatched padding around the real input, with the per-side amounts written on it."""
+    """Hatched padding around (never over) the real input, with each side's amount written on it."""
+    theme = style.current()
     top, bottom, left, right = g.pads
     h, w = g.input_hw
-    if any(g.pads):
-        ax.add_patch(Rectangle((-left - 0.5, -top - 0.5), w + left + right, h + top + bottom,
-                               facecolor=style.PADDING_GREY, edgecolor="#7f7f7f", hatch="///", linewidth=0.0,
-                               zorder=0, label="zero padding"))
-    style.outline(ax, 0, 0, h, w, color="black", linewidth=1.5)
+    style.padding_frame(ax, g.input_hw, g.pads)
+    style.outline(ax, 0, 0, h, w, color="black", linewidth=theme.grid_width * 2.5)
     ax.set_xlim(-left - 0.5, w + right - 0.5)
     ax.set_ylim(h + bottom - 0.5, -top - 0.5)
-    if label_pads and any(g.pads):
-        kw = dict(fontsize=7, color="#404040", ha="center", va="center")
-        if top:
-            ax.text((w - 1) / 2, -top / 2 - 0.5, f"pad top {top}", **kw)
-        if bottom:
-            ax.text((w - 1) / 2, h - 0.5 + bottom / 2, f"pad bottom {bottom}", **kw)
-        if left:
-            ax.text(-left / 2 - 0.5, (h - 1) / 2, f"pad left {left}", rotation=90, **kw)
-        if right:
-            ax.text(w - 0.5 + right / 2, (h - 1) / 2, f"pad right {right}", rotation=90, **kw)
+    if not label_pads or not any(g.pads):
+        return
+    cell_pt = theme.cell_inch * 72
+    kw = dict(fontsize=theme.label_pt, color=theme.padding_ink, ha="center", va="center", zorder=4)
+    across = (w + left + right) * cell_pt, h * cell_pt  # room for a horizontal / a rotated word
+    for amount, where, position, rotation in ((top, "top", ((w - 1) / 2, -top / 2 - 0.5), 0),
+                                              (bottom, "bottom", ((w - 1) / 2, h - 0.5 + bottom / 2), 0),
+                                              (left, "left", (-left / 2 - 0.5, (h - 1) / 2), 90),
+                                              (right, "right", (w - 0.5 + right / 2, (h - 1) / 2), 90)):
+        word = f"pad {where} {amount}"
+        if amount and across[bool(rotation)] > 0.62 * theme.label_pt * len(word):
+            ax.text(*position, word, rotation=rotation, **kw)
 
 
 def _labels(ax: Axes, title: str, what: str) -> None:
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel(f"{what} column".strip(), fontsize=8)
-    ax.set_ylabel(f"{what} row".strip(), fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.set_title(title)
+    ax.set_xlabel(f"{what} column".strip())
+    ax.set_ylabel(f"{what} row".strip())
 
 
 def _one_hot(setup: Setup, batch: int, cell: tuple[int, int], channel: int) -> tuple[np.ndarray, float]:
@@ -79,7 +129,18 @@ def _check_cell(cell: tuple[int, int], shape: tuple[int, int], what: str) -> tup
     return i, j
 
 
+def _padded_width(g: ConvGeometry) -> tuple[int, int]:
+    top, bottom, left, right = g.pads
+    return g.input_hw[0] + top + bottom, g.input_hw[1] + left + right
+
+
+def _padding_patch(label: str = "zero padding") -> Patch:
+    theme = style.current()
+    return Patch(facecolor=theme.padding_face, hatch="//", edgecolor=theme.padding_hatch, label=label)
+
+
 # ------------------------------------------------------------------------ scatter
+@style.themed
 def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int = 0, in_channel: int = 0,
             out_channel: int = 0, ax: Axes | None = None, colorbar: bool = True) -> Figure:
     """One output-gradient cell scattered back through every tap of the kernel.
@@ -87,13 +148,14 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     The selected cell of dL/dy reaches, through tap (kh, kw), the input cell
     ``(oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw)`` and adds
     ``W[kh, kw] * dL/dy[oh, ow]`` there.  Taps that land in the (hatched)
-    padding carry their contribution nowhere: they are marked with a cross.
-    The numbers are the kernel's own: the input gradient of a one-hot dL/dy.
+    padding carry their product nowhere: it is written, in italics, on the
+    padding it is dropped in.  The numbers are the kernel's own: the input
+    gradient of a one-hot dL/dy.
 
     Parameters
     ----------
     setup : Setup
-        The convolution.
+        The convolution (its own arrays, or example numbers).
     out_cell : (int, int), optional
         Output-gradient cell (row, column); the centre by default.
     batch, in_channel, out_channel : int, optional
@@ -103,6 +165,8 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
         gradient, the kernel and the input panel.
     colorbar : bool, optional
         Add a colour bar for the contributions.
+    theme : str or Theme, optional
+        Draw this figure with another theme ("screen", "projector", "print").
 
     Returns
     -------
@@ -112,9 +176,10 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     --------
     >>> from convviz.viz import Setup, scatter
     >>> fig = scatter(Setup(input_hw=5, kernel_hw=3, strides=2, padding="SAME"), (0, 0))
-    >>> [a.get_title().split(":")[0] for a in fig.axes[:3]]
-    ['output gradient dL/dy', 'kernel W', 'scattered into the input gradient dL/dx']
+    >>> [a.get_title() for a in fig.axes[:3]]
+    ['dL/dy, cell (0, 0) = 3', 'kernel W', 'W × 3 added to dL/dx']
     """
+    theme = style.current()
     g = setup.geometry
     if out_cell is None:
         out_cell = (g.output_hw[0] // 2, g.output_hw[1] // 2)
@@ -122,66 +187,99 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     one, value = _one_hot(setup, batch, (oh, ow), out_channel)
     contribution = setup.plane(setup.input_gradient(one), batch, in_channel, "in_channel")
     weights = setup.kernel_plane(in_channel, out_channel)
-
-    if ax is None:
-        fig, axes = _figure(3)
-        ax_dy, ax_w, ax = axes[0]
+    own_figure = ax is None
+    shown_value = style.fmt(value) if value >= 0 else f"({style.fmt(value)})"
+    if own_figure:
+        padded = _padded_width(g)
+        fig, (ax_dy, ax_w, ax) = _figure([g.output_hw[1], g.kernel_hw[1], padded[1]],
+                                         max(padded[0], g.output_hw[0]), colorbars=int(colorbar), legend=True)
         dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
-        style.draw_grid(ax_dy, dy, style.SIGNED_CMAP, style.signed_norm(dy))
-        style.outline(ax_dy, oh, ow, 1, 1, color=style.ORANGE, linewidth=3)
-        _labels(ax_dy, f"output gradient dL/dy: cell ({oh}, {ow}) = {value:g}", "output")
-        style.draw_grid(ax_w, weights, style.SIGNED_CMAP, style.signed_norm(weights))
-        _labels(ax_w, f"kernel W: {g.kernel_hw[0]}x{g.kernel_hw[1]} taps", "tap")
+        style.draw_grid(ax_dy, dy, theme.signed_cmap, style.signed_norm(dy))
+        style.outline(ax_dy, oh, ow, 1, 1, color=theme.selected)
+        _labels(ax_dy, f"dL/dy, cell ({oh}, {ow}) = {style.fmt(value)}", "output")
+        style.draw_grid(ax_w, weights, theme.signed_cmap, style.signed_norm(weights))
+        _labels(ax_w, "kernel W", "tap")
     else:
         fig = ax.figure
-    _padded_canvas(ax, g)
-    norm = style.signed_norm(contribution, weights * value)
     h, w = g.input_hw
-    image = ax.imshow(np.ma.masked_equal(contribution, 0.0), cmap=style.SIGNED_CMAP, norm=norm,
-                      interpolation="nearest", extent=(-0.5, w - 0.5, h - 0.5, -0.5), zorder=1)
-    style.grid_lines(ax, h, w)
-    # Every tap: where it lands, and what it brings.
-    lost = 0
+    reached = np.zeros((h, w), dtype=bool)
+    dropped = []
     for kh in range(g.kernel_hw[0]):
         for kw in range(g.kernel_hw[1]):
             i, j = g.input_cell((oh, ow), (kh, kw))
             if g.is_padding((i, j)):
-                ax.plot(j, i, marker="x", color=style.VERMILLION, markersize=9, markeredgewidth=2, zorder=4)
-                lost += 1
-            elif h * w <= style.MAX_ANNOTATED_CELLS * 2:
-                ax.text(j, i, f"{contribution[i, j]:g}", ha="center", va="center", fontsize=7, zorder=4)
+                dropped.append((i, j, weights[kh, kw] * value))
+            else:
+                reached[i, j] = True
+    _padded_canvas(ax, g, label_pads=not dropped)
+    norm = style.signed_norm(contribution, weights * value)
+    image = style.draw_grid(ax, contribution, theme.signed_cmap, norm, mask=~reached,
+                            annotate=h * w <= style.MAX_ANNOTATED_CELLS * 2)
+    for i, j, product in dropped:  # what a tap in the padding would have added, and loses
+        ax.text(j, i, style.fmt(product), ha="center", va="center", fontsize=theme.number_pt, style="italic",
+                color=theme.padding_ink, zorder=4)
     window = g.input_cell((oh, ow), (0, 0))
     eff = g.effective_kernel_hw
-    style.outline(ax, window[0], window[1], eff[0], eff[1], color=style.BLUE, linewidth=2, linestyle="--")
-    _labels(ax, "scattered into the input gradient dL/dx: W x dL/dy", "input")
-    handles = [Line2D([], [], color=style.BLUE, linestyle="--", label=f"window ({eff[0]}x{eff[1]} effective)")]
-    if lost:
-        handles.append(Line2D([], [], color=style.VERMILLION, marker="x", linestyle="", label=f"{lost} taps in padding"))
-    if any(g.pads):
-        handles.append(Patch(facecolor=style.PADDING_GREY, hatch="///", edgecolor="#7f7f7f", label="zero padding"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=7, ncol=2, frameon=False)
+    style.outline(ax, window[0], window[1], eff[0], eff[1], color=theme.window, linestyle=theme.window_style)
+    _labels(ax, f"W × {shown_value} added to dL/dx", "input")
+    handles = [Line2D([], [], color=theme.window, linestyle=theme.window_style, linewidth=theme.outline_width,
+                      label=f"window, {eff[0]}x{eff[1]}")]
+    if dropped:
+        handles.append(_padding_patch(f"padding: {len(dropped)} products dropped (italic)"))
+    elif any(g.pads):
+        handles.append(_padding_patch())
+    _legend(fig, ax, handles, own_figure)
     if colorbar:
-        fig.colorbar(image, ax=ax, shrink=0.7, label="contribution")
-    if len(fig.axes) > 1 and fig.get_suptitle() == "":
-        fig.suptitle(f"Input gradient, one output cell at a time - {setup.describe()}", fontsize=10)
+        style.colorbar(fig, image, ax, "W × dL/dy")
+    if own_figure:
+        _titles(fig, "One output-gradient cell, scattered into dL/dx", setup.describe())
     return fig
 
 
 # ------------------------------------------------------------------------ coverage
-def _axis_pattern(axis: AxisGeometry, name: str) -> list[str]:
-    """What the coverage along one axis shows, in a few words."""
+def _axis_pattern(axis: AxisGeometry) -> str:
+    """What the coverage along one axis shows, in a few words ("" when nothing stands out)."""
     s, d, k = axis.stride, axis.dilation, axis.kernel_size
     if gcd(s, d) > 1 and k > 1:
-        return [f"{name}: gridding, gcd(stride {s}, dilation {d}) = {gcd(s, d)}: 1 {name[:-1]} in {gcd(s, d)} is read"]
+        return f"gridding: gcd(stride {s}, dilation {d}) = {gcd(s, d)}, so only 1 in {gcd(s, d)} is read"
     if s > (k - 1) * d + 1:
-        return [f"{name}: stride {s} > kernel span {(k - 1) * d + 1}: some {name} are skipped"]
+        return f"stride {s} > kernel span {(k - 1) * d + 1}: some are never read"
     if s > 1 and k % s:
-        return [f"{name}: kernel {k} not a multiple of stride {s}: uneven overlap (checkerboard)"]
+        return f"kernel {k} not a multiple of stride {s}: uneven overlap (checkerboard)"
     if s > 1:
-        return [f"{name}: kernel {k} a multiple of stride {s}: even overlap"]
-    return []
+        return f"kernel {k} a multiple of stride {s}: even overlap"
+    return ""
 
 
+def _patterns(g: ConvGeometry) -> list[str]:
+    """The coverage patterns of both axes, said once when they agree."""
+    rows, cols = _axis_pattern(g.rows), _axis_pattern(g.cols)
+    if rows == cols:
+        return [f"rows and columns: {rows}"] if rows else []
+    return [f"{name}: {words}" for name, words in (("rows", rows), ("columns", cols)) if words]
+
+
+def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive indices grouped as (first, count): one band per run of lost rows."""
+    runs: list[tuple[int, int]] = []
+    for i in map(int, indices):
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
+
+
+def _lost_words(rows: np.ndarray, cols: np.ndarray) -> str:
+    parts = []
+    if len(rows):
+        parts.append(f"rows {', '.join(map(str, map(int, rows)))}")
+    if len(cols):
+        parts.append(f"columns {', '.join(map(str, map(int, cols)))}")
+    return " and ".join(parts)
+
+
+@style.themed
 def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> Figure:
     """How many (output cell, tap) pairs reach each input cell.
 
@@ -189,16 +287,28 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
     single-channel kernel, computed by the convviz kernel (and equal, cell for
     cell, to :meth:`convviz.ConvGeometry.coverage`).  Strides that do not divide
     the kernel make a checkerboard; gcd(stride, dilation) > 1 leaves whole rows
-    and columns unread (gridding); rows and columns no window reads get exactly
-    zero gradient and are marked.
+    and columns unread (gridding).  Rows and columns no window reads get exactly
+    zero gradient: they are drawn as a band, named in the legend.
+
+    Parameters
+    ----------
+    setup : Setup
+        The convolution.
+    ax : matplotlib Axes, optional
+        Draw here instead of in a new figure.
+    colorbar : bool, optional
+        Add a colour bar (one colour, and one integer tick, per count).
+    theme : str or Theme, optional
+        Draw this figure with another theme ("screen", "projector", "print").
 
     Examples
     --------
     >>> from convviz.viz import Setup, coverage
     >>> fig = coverage(Setup(input_hw=8, kernel_hw=3, strides=3))
-    >>> "no gradient" in fig.axes[0].get_title()
-    True
+    >>> fig.legends[0].get_texts()[0].get_text()
+    'no gradient: rows 6, 7 and columns 6, 7'
     """
+    theme = style.current()
     g = setup.geometry
     h, w = g.input_hw
     counts = ops.conv2d_backprop_input(
@@ -206,42 +316,39 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
         [1, *setup.strides, 1], setup.padding,
         [0, 0, *g.pads[:2], *g.pads[2:], 0, 0] if setup.padding == "EXPLICIT" else [],
         dilations=[1, *setup.dilations, 1])[0, :, :, 0]
-    if ax is None:
-        fig, axes = _figure(1, width=5.2, height=4.8)
-        ax = axes[0, 0]
+    own_figure = ax is None
+    if own_figure:
+        padded = _padded_width(g)
+        fig, (ax,) = _figure([padded[1]], padded[0], colorbars=int(colorbar), legend=True, min_width=6.4)
     else:
         fig = ax.figure
     _padded_canvas(ax, g)
-    image = style.draw_grid(ax, counts, style.COUNT_CMAP)
+    norm, ticks = style.count_norm(counts)
+    lost = counts == 0
+    image = style.draw_grid(ax, counts, theme.count_cmap, norm, mask=lost)
+    lost_cells = [(int(i), int(j)) for i, j in zip(*np.nonzero(lost))]
+    style.fill_cells(ax, lost_cells, theme.lost_fill)
+    if counts.size <= style.MAX_ANNOTATED_CELLS:
+        for i, j in lost_cells:
+            ax.text(j, i, "0", ha="center", va="center", fontsize=theme.number_pt, color="black", zorder=4)
     zero_rows, zero_cols = g.zero_gradient_rows(), g.zero_gradient_cols()
-    for r in zero_rows:
-        style.outline(ax, r, 0, 1, w, color=style.VERMILLION, linewidth=2)
-    for c in zero_cols:
-        style.outline(ax, 0, c, h, 1, color=style.VERMILLION, linewidth=2)
-    zero_cells = [(int(i), int(j)) for i, j in zip(*np.nonzero(counts == 0))]
-    style.mark_cells(ax, zero_cells)
-    unread = []
-    if len(zero_rows):
-        unread.append(f"rows {list(map(int, zero_rows))}")
-    if len(zero_cols):
-        unread.append(f"columns {list(map(int, zero_cols))}")
-    title = "coverage: taps reaching each input cell"
-    if unread:
-        title += f"\nno gradient (never read): {', '.join(unread)}"
-    _labels(ax, title, "input")
-    notes = _axis_pattern(g.rows, "rows") + _axis_pattern(g.cols, "columns")
+    band = dict(color=theme.lost, linewidth=theme.outline_width * 0.8)
+    for first, count in _runs(zero_rows):
+        style.outline(ax, first, 0, count, w, **band)
+    for first, count in _runs(zero_cols):
+        style.outline(ax, 0, first, h, count, **band)
+    _labels(ax, "" if own_figure else "taps reaching each input cell", "input")  # the figure's title says it
     handles = []
-    if zero_cells:
-        handles.append(Line2D([], [], color=style.VERMILLION, marker="x", linestyle="", label="zero gradient"))
+    if lost_cells:
+        handles.append(Patch(facecolor=theme.lost_fill, edgecolor=theme.lost, linewidth=2,
+                             label="no gradient: " + _lost_words(zero_rows, zero_cols)))
     if any(g.pads):
-        handles.append(Patch(facecolor=style.PADDING_GREY, hatch="///", edgecolor="#7f7f7f", label="zero padding"))
-    if handles:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, ncol=2,
-                  frameon=False)
+        handles.append(_padding_patch())
+    _legend(fig, ax, handles, own_figure, title="\n".join(_patterns(g)) or None)
     if colorbar:
-        fig.colorbar(image, ax=ax, shrink=0.7, label="(output cell, tap) pairs")
-    if fig.get_suptitle() == "":
-        fig.suptitle(setup.describe() + ("\n" + "\n".join(notes) if notes else ""), fontsize=8)
+        style.colorbar(fig, image, ax, "(output cell, tap) pairs", ticks=ticks)
+    if own_figure:
+        _titles(fig, "Coverage: how many taps reach each input cell", setup.describe())
     return fig
 
 
@@ -251,8 +358,10 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
 
     ``zero_inserted``: dL/dy with ``stride - 1`` zeros between neighbours;
     ``padded``: that, padded (or cropped) so that a plain correlation lines up;
-    ``flipped``: the kernel rotated 180 degrees; ``result``: the correlation of
-    ``padded`` with the flipped, dilated kernel -- the input gradient.
+    ``padded_origin``: where each cell of ``padded`` comes from (:data:`FROM_DY`,
+    :data:`INSERTED_ZERO` or :data:`PADDING_ZERO`); ``flipped``: the kernel
+    rotated 180 degrees; ``result``: the correlation of ``padded`` with the
+    flipped, dilated kernel -- the input gradient.
 
     Examples
     --------
@@ -261,6 +370,8 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
     >>> steps = gather_steps(Setup(input_hw=5, kernel_hw=3, strides=2, padding="VALID"))
     >>> steps["zero_inserted"].shape, steps["padded"].shape, steps["result"].shape
     ((3, 3), (7, 7), (5, 5))
+    >>> steps["padded_origin"][2]  # padding, dL/dy, inserted zero, dL/dy, padding
+    array([2, 2, 0, 1, 0, 2, 2])
     """
     g = setup.geometry
     dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
@@ -268,6 +379,8 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
     (sh, sw), (dh, dw) = setup.strides, setup.dilations
     z = np.zeros(((dy.shape[0] - 1) * sh + 1, (dy.shape[1] - 1) * sw + 1))
     z[::sh, ::sw] = dy
+    origin = np.full(z.shape, INSERTED_ZERO)
+    origin[::sh, ::sw] = FROM_DY
     padded = z
     for axis, geo in ((0, g.rows), (1, g.cols)):
         before = geo.effective_kernel_size - 1 - geo.pad_before  # may be negative: crop instead
@@ -275,19 +388,41 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
         widths = [(0, 0), (0, 0)]
         widths[axis] = (max(before, 0), max(after, 0))
         padded = np.pad(padded, widths)
+        origin = np.pad(origin, widths, constant_values=PADDING_ZERO)
         start = max(-before, 0)
         stop = padded.shape[axis] - max(-after, 0)
-        padded = padded[start:stop] if axis == 0 else padded[:, start:stop]
+        keep = (slice(start, stop), slice(None)) if axis == 0 else (slice(None), slice(start, stop))
+        padded, origin = padded[keep], origin[keep]
     flipped = weights[::-1, ::-1]
     kh, kw = weights.shape
     result = np.zeros(g.input_hw)
     for a in range(kh):
         for b in range(kw):
             result += flipped[a, b] * padded[a * dh:a * dh + g.input_hw[0], b * dw:b * dw + g.input_hw[1]]
-    return {"out_backprop": dy, "weights": weights, "zero_inserted": z, "padded": padded, "flipped": flipped,
-            "result": result}
+    return {"out_backprop": dy, "weights": weights, "zero_inserted": z, "padded": padded,
+            "padded_origin": origin, "flipped": flipped, "result": result}
 
 
+FROM_DY, INSERTED_ZERO, PADDING_ZERO = 0, 1, 2
+
+
+def _origin_grid(ax: Axes, values: np.ndarray, origin: np.ndarray, norm: Any) -> Any:
+    """dL/dy's numbers in colour, inserted zeros on white, padding zeros on the padding grey."""
+    theme = style.current()
+    image = style.draw_grid(ax, values, theme.signed_cmap, norm, annotate=False, mask=origin != FROM_DY)
+    cells = {kind: [(int(i), int(j)) for i, j in zip(*np.nonzero(origin == kind))]
+             for kind in (INSERTED_ZERO, PADDING_ZERO)}
+    style.fill_cells(ax, cells[PADDING_ZERO], theme.padding_face)
+    if values.size <= style.MAX_ANNOTATED_CELLS:
+        style.write_numbers(ax, image, values, mask=origin != FROM_DY)
+        for kind, color, slant in ((INSERTED_ZERO, "#595959", "normal"), (PADDING_ZERO, theme.padding_ink, "italic")):
+            for i, j in cells[kind]:
+                ax.text(j, i, "0", ha="center", va="center", fontsize=theme.number_pt, color=color, style=slant,
+                        zorder=4)
+    return image
+
+
+@style.themed
 def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_channel: int = 0) -> Figure:
     """The same input gradient two ways: scatter (top) and gather (bottom).
 
@@ -296,6 +431,7 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     cells, pad by ``effective kernel - 1 - pad_before`` (cropping when that is
     negative), flip the kernel 180 degrees and correlate -- a plain stride-1
     convolution, the "transposed convolution" view.  Both give the same numbers.
+    Inserted zeros (plain) and padding zeros (italic, grey cell) are told apart.
 
     Examples
     --------
@@ -304,6 +440,7 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     >>> "max |scatter - gather| = 0" in fig.get_suptitle()
     True
     """
+    theme = style.current()
     steps = gather_steps(setup, batch, in_channel, out_channel)
     g = setup.geometry
     # The kernel's answer for this channel pair: one input and one output channel.
@@ -316,29 +453,47 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     scattered = ops.conv2d_backprop_input([1, *g.input_hw, 1], f, dy, **kwargs)[0, :, :, 0]
     difference = float(np.max(np.abs(scattered - steps["result"])))
 
-    fig, axes = _figure(4, 2, width=3.3, height=3.3)
+    top = [steps["out_backprop"].shape[1], g.kernel_hw[1], g.input_hw[1]]
+    bottom = [steps["zero_inserted"].shape[1], steps["padded"].shape[1], g.kernel_hw[1], g.input_hw[1]]
+    rows = max(steps["padded"].shape[0], g.input_hw[0])
+    width = max(_size(top, rows)[0], _size(bottom, rows)[0])
+    fig = plt.figure(figsize=(width, 2 * _size(bottom, rows, legend=True)[1] - 1.0), layout="constrained")
+    upper, lower = fig.subfigures(2, 1, height_ratios=[1, 1.08])
+    ax_dy, ax_w, ax_s = upper.subplots(1, 3, width_ratios=top)
+    ax_z, ax_p, ax_f, ax_r = lower.subplots(1, 4, width_ratios=bottom)
     norm = style.signed_norm(scattered, steps["result"], steps["out_backprop"])
     wnorm = style.signed_norm(steps["weights"])
-    style.draw_grid(axes[0, 0], steps["out_backprop"], style.SIGNED_CMAP, norm)
-    _labels(axes[0, 0], "1. output gradient dL/dy", "output")
-    _tap_grid(axes[0, 1], steps["weights"], wnorm, flipped=False)
-    _labels(axes[0, 1], "2. kernel W (taps a, b, c, ...)", "tap")
-    _padded_canvas(axes[0, 2], g)
-    style.draw_grid(axes[0, 2], scattered, style.SIGNED_CMAP, norm)
-    _labels(axes[0, 2], "3. scatter: every dL/dy cell x W\n(convviz kernel)", "input")
-    axes[0, 3].axis("off")
-    axes[0, 3].text(0.0, 0.5, _gather_text(setup), fontsize=8, family="monospace", va="center",
-                    transform=axes[0, 3].transAxes)
-    style.draw_grid(axes[1, 0], steps["zero_inserted"], style.SIGNED_CMAP, norm)
-    _labels(axes[1, 0], f"4. insert {setup.strides[0] - 1}x{setup.strides[1] - 1} zeros between cells", "")
-    style.draw_grid(axes[1, 1], steps["padded"], style.SIGNED_CMAP, norm)
-    _labels(axes[1, 1], "5. pad (or crop) to line up", "")
-    _tap_grid(axes[1, 2], steps["flipped"], wnorm, flipped=True)
-    _labels(axes[1, 2], "6. kernel flipped 180 degrees", "tap")
-    style.draw_grid(axes[1, 3], steps["result"], style.SIGNED_CMAP, norm)
-    _labels(axes[1, 3], "7. gather: correlate 5 with 6", "input")
-    fig.suptitle(f"Scatter vs gather - {setup.describe()}\nmax |scatter - gather| = {difference:g}", fontsize=10)
+    style.draw_grid(ax_dy, steps["out_backprop"], theme.signed_cmap, norm)
+    _labels(ax_dy, "1. dL/dy", "output")
+    _tap_grid(ax_w, steps["weights"], wnorm, flipped=False)
+    _labels(ax_w, "2. kernel W, taps a, b, ...", "tap")
+    style.draw_grid(ax_s, scattered, theme.signed_cmap, norm)
+    _labels(ax_s, "3. scatter: each dL/dy cell × W", "input")
+    upper.suptitle("Scatter", fontsize=theme.title_pt, fontweight="bold")
+    inserted = np.full(steps["zero_inserted"].shape, INSERTED_ZERO)
+    inserted[::setup.strides[0], ::setup.strides[1]] = FROM_DY
+    _origin_grid(ax_z, steps["zero_inserted"], inserted, norm)
+    _labels(ax_z, f"4. {_zeros_between(setup.strides)} between cells", "")
+    _origin_grid(ax_p, steps["padded"], steps["padded_origin"], norm)
+    _labels(ax_p, "5. pad (or crop) to line up", "")
+    _tap_grid(ax_f, steps["flipped"], wnorm, flipped=True)
+    _labels(ax_f, "6. W flipped", "tap")
+    style.draw_grid(ax_r, steps["result"], theme.signed_cmap, norm)
+    _labels(ax_r, "7. correlate 5 with 6", "input")
+    recipe = "; ".join(_gather_recipe(setup))
+    lower.suptitle(f"Gather: {recipe}", fontsize=theme.label_pt)
+    handles = [Patch(facecolor="white", edgecolor="#595959", label="0 inserted between dL/dy cells"),
+               Patch(facecolor=theme.padding_face, edgecolor="#595959", label="0 of the padding (italic)")]
+    lower.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize=theme.label_pt)
+    _titles(fig, f"Scatter vs gather: the same dL/dx, max |scatter - gather| = {difference:g}", setup.describe())
     return fig
+
+
+def _zeros_between(strides: tuple[int, int]) -> str:
+    sh, sw = strides
+    if sh == sw:
+        return f"{sh - 1} zero{'s' if sh != 2 else ''}"
+    return f"{sh - 1} (rows) and {sw - 1} (columns) zeros"
 
 
 def _tap_grid(ax: Axes, weights: np.ndarray, norm: Any, flipped: bool) -> None:
@@ -348,19 +503,22 @@ def _tap_grid(ax: Axes, weights: np.ndarray, norm: Any, flipped: bool) -> None:
     for i in range(kh):
         for j in range(kw):
             src = (kh - 1 - i) * kw + (kw - 1 - j) if flipped else i * kw + j
-            labels[i, j] = f"{chr(ord('a') + src % 26)}\n{weights[i, j]:g}"
-    style.draw_grid(ax, weights, style.SIGNED_CMAP, norm, annotate=True, labels=labels)
+            labels[i, j] = f"{chr(ord('a') + src % 26)}\n{style.fmt(weights[i, j])}"
+    style.draw_grid(ax, weights, style.current().signed_cmap, norm, annotate=True, labels=labels)
 
 
-def _gather_text(setup: Setup) -> str:
+def _gather_recipe(setup: Setup) -> list[str]:
     g = setup.geometry
-    lines = ["gather recipe"]
-    for name, axis in (("rows", g.rows), ("cols", g.cols)):
-        before = axis.effective_kernel_size - 1 - axis.pad_before
-        lines.append(f"{name}: zeros between = {axis.stride - 1}")
-        lines.append(f"  pad before = eff-1-pad = {axis.effective_kernel_size - 1}-{axis.pad_before} = {before}")
-    lines.append("kernel: flip, dilate, correlate")
-    return "\n".join(lines)
+    if g.rows.stride == g.cols.stride and g.rows.effective_kernel_size == g.cols.effective_kernel_size \
+            and g.rows.pad_before == g.cols.pad_before:
+        axes = (("", g.rows),)
+    else:
+        axes = (("rows ", g.rows), ("columns ", g.cols))
+    lines = []
+    for name, axis in axes:
+        eff, pad = axis.effective_kernel_size, axis.pad_before
+        lines.append(f"{name}pad before = (effective kernel - 1) - pad = {eff - 1} - {pad} = {eff - 1 - pad}")
+    return lines
 
 
 # ------------------------------------------------------------------------ depthwise
@@ -380,34 +538,66 @@ def _depthwise_numbers(setup: Setup, tap: tuple[int, int], batch: int, channel: 
                 dw=setup.filter_gradient_plane(channel, multiplier))
 
 
+def _lattice_marks(ax: Axes, rows: np.ndarray, cols: np.ndarray, valid: np.ndarray) -> Any:
+    """Square rings around the cells one tap reads (real input) and would read (padding)."""
+    theme = style.current()
+    side = (theme.cell_inch * 72 * 0.82) ** 2  # marker area in points^2: a ring just inside the cell
+    rr, cc = np.meshgrid(rows, cols, indexing="ij")
+    marks = None
+    for mask, color, style_ in ((valid, theme.window, "solid"), (~valid, theme.lost, "dashed")):
+        if mask.any():  # one marker collection per colour, however many cells
+            marks = ax.scatter(cc[mask], rr[mask], s=side, marker="s", facecolors="none", edgecolors=color,
+                               linewidths=theme.outline_width * 0.8, linestyles=style_, zorder=5)
+    return marks
+
+
+@style.themed
 def depthwise_lattice_panel(ax: Axes, setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0,
-                            channel: int = 0, multiplier: int = 0) -> dict[str, Any]:
+                            channel: int = 0, multiplier: int = 0, legend: bool = True) -> dict[str, Any]:
     """Draw the input with the cells one tap reads; returns the numbers behind it."""
+    theme = style.current()
     d = _depthwise_numbers(setup, tap, batch, channel, multiplier)
     g, (kh, kw) = d["g"], d["tap"]
-    _padded_canvas(ax, g)
-    style.draw_grid(ax, d["x"], style.BACKGROUND_CMAP, style.quiet_norm(d["x"]))
-    rr, cc = np.meshgrid(d["rows"], d["cols"], indexing="ij")
-    for mask, color in ((d["valid"], style.BLUE), (~d["valid"], style.VERMILLION)):
-        if mask.any():  # one marker collection per colour, however many cells
-            ax.scatter(cc[mask], rr[mask], s=90, marker="s", facecolors="none", edgecolors=color, linewidths=2,
-                       zorder=4)
-    _labels(ax, f"input x, channel {channel}: cells tap ({kh}, {kw}) reads", "input")
-    handles = [Patch(fill=False, edgecolor=style.BLUE, label="read by the tap"),
-               Patch(fill=False, edgecolor=style.VERMILLION, label="in padding (adds 0)")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=7, ncol=2, frameon=False)
+    _padded_canvas(ax, g, label_pads=False)
+    style.draw_grid(ax, d["x"], theme.quiet_cmap, style.quiet_norm(d["x"]))
+    _lattice_marks(ax, d["rows"], d["cols"], d["valid"])
+    _labels(ax, f"x, channel {channel}: read by tap ({kh}, {kw})", "input")
+    if legend:
+        _legend(ax.figure, ax, _lattice_handles(d["valid"]), own_figure=False)
     return d
 
 
+def _lattice_handles(valid: np.ndarray) -> list:
+    theme = style.current()
+    handles = [Patch(fill=False, edgecolor=theme.window, linewidth=2, label="read by the tap")]
+    if not valid.all():
+        handles.append(Patch(fill=False, edgecolor=theme.lost, linewidth=2, linestyle="--",
+                             label="in the padding: adds 0"))
+    handles.append(_padding_patch())
+    return handles
+
+
+@style.themed
 def depthwise_dw_panel(ax: Axes, d: dict[str, Any], channel: int = 0, multiplier: int = 0) -> None:
     """Draw dW (the kernel's) with the tap outlined."""
+    theme = style.current()
     kh, kw = d["tap"]
     dw = d["dw"]
-    style.draw_grid(ax, dw, style.SIGNED_CMAP, style.signed_norm(dw))
-    style.outline(ax, kh, kw, 1, 1, color=style.ORANGE, linewidth=3)
-    _labels(ax, f"dW[:, :, {channel}, {multiplier}] (convviz kernel)\ndW[{kh}, {kw}] = {dw[kh, kw]:g}", "tap")
+    style.draw_grid(ax, dw, theme.signed_cmap, style.signed_norm(dw))
+    style.outline(ax, kh, kw, 1, 1, color=theme.selected)
+    _labels(ax, f"dW[{kh}, {kw}] = {style.fmt(dw[kh, kw])} (channel {channel}, multiplier {multiplier})", "tap")
 
 
+def _depthwise_subtitle(setup: Setup, channel: int, multiplier: int) -> str:
+    """The parameters, and which channels are shown when there is more than one."""
+    if setup.multiplier == 1 and setup.in_channels == 1:
+        return setup.describe()
+    out = channel * setup.multiplier + multiplier
+    return (f"{setup.describe()}; input channel {channel} -> output channel {out} "
+            f"(= {channel} × {setup.multiplier} + {multiplier})")
+
+
+@style.themed
 def depthwise(setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0, channel: int = 0,
               multiplier: int = 0) -> Figure:
     """The depthwise filter gradient of one tap: a strided, dilated sub-lattice of the input meets dL/dy.
@@ -418,6 +608,17 @@ def depthwise(setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0, ch
     the sum over that lattice of input x dL/dy[..., c*M + m] (cells in the
     padding count zero); the last panel is the kernel's full dW.
 
+    Parameters
+    ----------
+    setup : Setup
+        The convolution (its own arrays, or example numbers).
+    tap : (int, int)
+        The kernel tap (row, column) to explain.
+    batch, channel, multiplier : int
+        Which image, input channel and channel multiplier.
+    theme : str or Theme, optional
+        Draw this figure with another theme ("screen", "projector", "print").
+
     Examples
     --------
     >>> from convviz.viz import Setup, depthwise
@@ -425,20 +626,24 @@ def depthwise(setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0, ch
     >>> fig.axes[3].get_title().startswith("4. dW")
     True
     """
-    fig, axes = _figure(4, width=3.4, height=3.6)
-    ax_x, ax_dy, ax_p, ax_w = axes[0]
-    d = depthwise_lattice_panel(ax_x, setup, tap, batch=batch, channel=channel, multiplier=multiplier)
+    theme = style.current()
+    g = setup.depthwise_geometry
+    padded = _padded_width(g)
+    fig, (ax_x, ax_dy, ax_p, ax_w) = _figure([padded[1], g.output_hw[1], g.output_hw[1], g.kernel_hw[1]],
+                                             max(padded[0], g.output_hw[0]), legend=True)
+    d = depthwise_lattice_panel(ax_x, setup, tap, batch=batch, channel=channel, multiplier=multiplier,
+                                legend=False)
     kh, kw = d["tap"]
-    ax_x.set_title("1. " + ax_x.get_title(), fontsize=9)
-    style.draw_grid(ax_dy, d["dy"], style.SIGNED_CMAP, style.signed_norm(d["dy"]))
-    _labels(ax_dy, f"2. dL/dy, channel {channel}x{setup.multiplier}+{multiplier}", "output")
+    ax_x.set_title(f"1. x, read by tap ({kh}, {kw})")
+    style.draw_grid(ax_dy, d["dy"], theme.signed_cmap, style.signed_norm(d["dy"]))
+    _labels(ax_dy, "2. dL/dy", "output")
     products = d["products"]
-    style.draw_grid(ax_p, products, style.SIGNED_CMAP, style.signed_norm(products))
-    _labels(ax_p, f"3. x on the lattice x dL/dy\nsum = {products.sum():g}", "output")
+    style.draw_grid(ax_p, products, theme.signed_cmap, style.signed_norm(products))
+    _labels(ax_p, f"3. x · dL/dy: sum {style.fmt(products.sum())}", "output")
     depthwise_dw_panel(ax_w, d, channel, multiplier)
-    ax_w.set_title("4. " + ax_w.get_title(), fontsize=9)
-    fig.suptitle(f"Depthwise filter gradient, tap ({kh}, {kw}) - {setup.describe()}, multiplier {setup.multiplier}",
-                 fontsize=10)
+    ax_w.set_title(f"4. dW[{kh}, {kw}] = {style.fmt(d['dw'][kh, kw])}")
+    _legend(fig, ax_x, _lattice_handles(d["valid"]), own_figure=True)
+    _titles(fig, f"Depthwise filter gradient of tap ({kh}, {kw})", _depthwise_subtitle(setup, channel, multiplier))
     return fig
 
 
@@ -456,7 +661,7 @@ def card_text(setup: Setup) -> str:
     g = setup.geometry
     lines = [setup.describe(), "", f"effective kernel = (k - 1) * d + 1 = {g.effective_kernel_hw}"]
     for name, axis in (("rows", g.rows), ("cols", g.cols)):
-        k, s, d, n = axis.kernel_size, axis.stride, axis.dilation, axis.input_size
+        s, n = axis.stride, axis.input_size
         eff = axis.effective_kernel_size
         if setup.padding == "SAME":
             out = axis.output_size
@@ -471,12 +676,50 @@ def card_text(setup: Setup) -> str:
             lines.append(f"  {axis.unread_after} cell(s) at the end never read")
         zero = axis.zero_gradient_indices()
         lines.append(f"  no gradient: {list(map(int, zero)) if len(zero) else 'none'}")
-    lines.append(f"input index = out * s - pad_before + tap * d")
+    lines.append("input index = out * s - pad_before + tap * d")
     return "\n".join(lines)
 
 
+def _axis_diagram(ax: Axes, axis: AxisGeometry, name: str) -> None:
+    """One axis of the convolution as a strip: padding, the cells, and every output's window below."""
+    theme = style.current()
+    n, before, after = axis.input_size, axis.pad_before, axis.pad_after
+    outputs = axis.output_size
+    zero = set(map(int, axis.zero_gradient_indices()))
+    real = [(0, i) for i in range(n) if i not in zero]
+    lost = [(0, i) for i in sorted(zero)]
+    style.fill_cells(ax, real, "white", edge=theme.grid_color)
+    style.fill_cells(ax, lost, theme.lost_fill, edge=theme.lost)
+    pads = [(0, i) for i in range(-before, 0)] + [(0, i) for i in range(n, n + after)]
+    if pads:
+        ax.add_collection(PatchCollection([Rectangle((j - 0.5, -0.5), 1, 1) for _, j in pads],
+                                          facecolor=theme.padding_face, edgecolor=theme.padding_hatch, hatch="//",
+                                          linewidth=0.5, zorder=1))
+    style.outline(ax, 0, 0, 1, n, color="black", linewidth=theme.grid_width * 2.5)
+    for i in range(n):
+        ax.text(i, 0, str(i), ha="center", va="center", fontsize=theme.number_pt, zorder=4)
+    for o in range(outputs):
+        taps = [axis.input_index(o, t) for t in range(axis.kernel_size)]
+        y = 1.2 + 0.8 * o
+        ax.plot([taps[0], taps[-1]], [y, y], color=theme.window, linewidth=theme.outline_width * 0.6, zorder=3)
+        ax.plot(taps, [y] * len(taps), "o", color=theme.window, markersize=theme.number_pt * 0.55, zorder=3)
+        ax.text(-before - 0.8, y, f"out {o}", ha="right", va="center", fontsize=theme.label_pt)
+    ax.set_xlim(-before - 3.4, n + after - 0.3)
+    ax.set_ylim(1.2 + 0.8 * outputs, -0.7)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"{name}: each output's window (dots: taps)", loc="left")
+
+
+@style.themed
 def card(setup: Setup, *, ax: Axes | None = None) -> Figure:
-    """The geometry card: sizes, the formulas with the numbers filled in, the pad split.
+    """The geometry card: the formulas with the numbers filled in, and each axis drawn as a strip.
+
+    Left, the sizes and formulas (output size, SAME's pad split, the effective
+    kernel, the cells that get no gradient).  Right, for each axis, the input
+    cells with the padding around them and, below, the window of every output
+    index with a dot on each tap -- stride, dilation and the unread cells at a
+    glance.  With ``ax``, only the text is drawn there.
 
     Examples
     --------
@@ -485,12 +728,35 @@ def card(setup: Setup, *, ax: Axes | None = None) -> Figure:
     >>> "effective kernel" in fig.axes[0].texts[0].get_text()
     True
     """
-    if ax is None:
-        fig, axes = _figure(1, width=5.6, height=3.4)
-        ax = axes[0, 0]
-    else:
-        fig = ax.figure
-    ax.axis("off")
-    ax.text(0.0, 1.0, card_text(setup), family="monospace", fontsize=8, va="top", transform=ax.transAxes)
-    ax.set_title("geometry card", fontsize=10)
+    theme = style.current()
+    text = "\n".join(card_text(setup).splitlines()[2:])  # the first line is the figure's subtitle
+    if ax is not None:
+        ax.axis("off")
+        ax.text(0.0, 1.0, text, family="monospace", fontsize=theme.label_pt, va="top", transform=ax.transAxes)
+        ax.set_title("geometry card")
+        return ax.figure
+    g = setup.geometry
+    same_axes = (g.rows.input_size, g.rows.kernel_size, g.rows.stride, g.rows.dilation, g.rows.pad_before,
+                 g.rows.pad_after) == (g.cols.input_size, g.cols.kernel_size, g.cols.stride, g.cols.dilation,
+                                       g.cols.pad_before, g.cols.pad_after)
+    axes_drawn = [("rows and columns", g.rows)] if same_axes else [("rows", g.rows), ("columns", g.cols)]
+    strip_width = max(a.padded_size for _, a in axes_drawn) + 3.4
+    strip_heights = [1.9 + 0.8 * a.output_size for _, a in axes_drawn]
+    lines = text.count("\n") + 1
+    text_width = max(len(line) for line in text.splitlines()) * 0.6 * theme.label_pt / 72 + 0.3
+    cell = theme.cell_inch
+    height = max(lines * 1.25 * theme.label_pt / 72, sum(strip_heights) * cell + 0.5 * len(axes_drawn)) + 1.2
+    fig = plt.figure(figsize=(text_width + strip_width * cell + 0.6, height), layout="constrained")
+    grid = fig.add_gridspec(len(axes_drawn), 2, width_ratios=[text_width, strip_width * cell],
+                            height_ratios=strip_heights)
+    text_ax = fig.add_subplot(grid[:, 0])
+    text_ax.axis("off")
+    text_ax.text(0.0, 0.5, text, family="monospace", fontsize=theme.label_pt, va="center", transform=text_ax.transAxes)
+    for k, (name, axis) in enumerate(axes_drawn):
+        _axis_diagram(fig.add_subplot(grid[k, 1]), axis, name)
+    handles = [_padding_patch()] if any(g.pads) else []
+    if len(g.zero_gradient_rows()) or len(g.zero_gradient_cols()):
+        handles.append(Patch(facecolor=theme.lost_fill, edgecolor=theme.lost, label="never read: no gradient"))
+    _legend(fig, text_ax, handles, own_figure=True)
+    _titles(fig, "Geometry card", setup.describe())
     return fig
