@@ -174,7 +174,7 @@ Adding the scatters of every output cell gives the whole input gradient. Run the
 from IPython.display import HTML
 anim = viz.animate_input_gradient(s, interval=300)
 plt.close(anim._fig)
-HTML(anim.to_jshtml())
+HTML(viz.to_html(anim, progress=False))  # offline player: nothing loaded from the network
 """),
     code("""
 final = anim.final_frame
@@ -343,7 +343,7 @@ viz.depthwise(s, tap=(0, 1));
 from IPython.display import HTML
 anim = viz.animate_filter_gradient(s, interval=400)
 plt.close(anim._fig)
-HTML(anim.to_jshtml())
+HTML(viz.to_html(anim, progress=False))  # offline player: nothing loaded from the network
 """),
     md("""
 ## Channel multiplier

@@ -382,3 +382,13 @@ def test_figures_use_colour_blind_safe_maps():
     for fig in figures:  # no red/green pair anywhere
         colors = {c for ax in fig.axes for line in ax.lines for c in [line.get_color()]}
         assert not ({"red", "green", "r", "g"} & colors)
+
+
+def test_to_html_shows_an_animation_in_a_notebook_offline():
+    anim = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
+    html = viz.to_html(anim, progress=False)
+    assert html.startswith("<iframe srcdoc=") and html.count("data:image/png;base64") == 5
+    assert viz.checks.network_references(html) == []  # srcdoc is searched too
+    # matplotlib's own notebook HTML is what this replaces: it links a CDN
+    other = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
+    assert viz.checks.network_references(other.to_jshtml())

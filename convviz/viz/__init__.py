@@ -13,7 +13,8 @@ Start from a :class:`Setup` (sizes, strides, dilations, padding, and your own
 * :func:`animate_input_gradient`, :func:`animate_filter_gradient` -- animations.
 
 :func:`save` writes any of them by extension (``.png``, ``.svg``, ``.pdf``,
-``.gif``, ``.mp4``, ``.html``).  Every figure is drawn in one style, with the
+``.gif``, ``.mp4``, ``.html``); :func:`to_html` shows an animation in a
+notebook with the same offline player.  Every figure is drawn in one style, with the
 theme chosen by :func:`use_theme` or :func:`theme_context` (``"screen"``,
 ``"projector"``, ``"print"``) or per call with ``theme=``; :mod:`convviz.viz.checks`
 tests a figure's legibility (contrast, overlaps, clipping, font size).
@@ -29,7 +30,7 @@ Examples
 """
 
 from . import checks
-from ._save import save
+from ._save import save, to_html
 from ._style import THEMES, Theme, current as current_theme, theme_context, use_theme
 from .animate import animate_filter_gradient, animate_input_gradient
 from .setup import Setup
@@ -37,4 +38,4 @@ from .views import card, coverage, depthwise, scatter, scatter_vs_gather
 
 __all__ = ["THEMES", "Setup", "Theme", "animate_filter_gradient", "animate_input_gradient", "card", "checks",
            "coverage", "current_theme", "depthwise", "save", "scatter", "scatter_vs_gather", "theme_context",
-           "use_theme"]
+           "to_html", "use_theme"]

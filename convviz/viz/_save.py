@@ -40,7 +40,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 from tqdm import tqdm
 
-__all__ = ["ANIMATION_FORMATS", "FIGURE_FORMATS", "save"]
+__all__ = ["ANIMATION_FORMATS", "FIGURE_FORMATS", "save", "to_html"]
 
 FIGURE_FORMATS = (".png", ".svg", ".pdf")
 ANIMATION_FORMATS = (".gif", ".mp4", ".html", ".htm")
@@ -170,6 +170,33 @@ def save(obj: Figure | animation.Animation, path: str | os.PathLike[str], *more_
     return paths[0] if len(paths) == 1 else paths
 
 
+def to_html(anim: animation.Animation, *, fps: float = 3, dpi: float = 100, hold: float = 2.5,
+            progress: bool | None = None) -> str:
+    """An animation as HTML for a notebook cell: the offline player of :func:`save`, in an ``<iframe>``.
+
+    Use it instead of matplotlib's ``anim.to_jshtml()``, whose buttons load Font
+    Awesome from a CDN (blank offline).  The player sits in an ``iframe``'s
+    ``srcdoc``, so several players on one page keep their own controls and
+    styles; it loads nothing from the network.
+
+    Examples
+    --------
+    >>> from convviz.viz import Setup, animate_input_gradient, to_html
+    >>> html = to_html(animate_input_gradient(Setup(input_hw=4, kernel_hw=2, strides=2)), progress=False)
+    >>> html.startswith("<iframe") and "srcdoc=" in html
+    True
+    >>> from IPython.display import HTML
+    >>> HTML(html)  # doctest: +SKIP
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "player.html"
+        save(anim, path, fps=fps, dpi=dpi, hold=hold, progress=progress)
+        page = path.read_text(encoding="utf-8")
+    width, height = anim._fig.get_figwidth() * dpi, anim._fig.get_figheight() * dpi
+    return (f'<iframe srcdoc="{html.escape(page, quote=True)}" title="animation player" '
+            f'style="border:0;width:{round(width) + 24}px;max-width:100%;height:{round(height) + 110}px"></iframe>')
+
+
 def _check_suffix(path: Path, allowed: tuple[str, ...], what: str) -> None:
     suffix = path.suffix.lower()
     if suffix not in allowed:
@@ -286,15 +313,28 @@ def _render(anim: animation.Animation, dpi: float) -> Iterator[np.ndarray]:
     The frames are those ``Animation.save`` would write: the init function (or
     the first frame) is drawn first, then every item of ``new_saved_frame_seq``,
     each by one call of the animation's function.  A figure with a layout
-    engine is redrawn until its layout has settled (see :func:`_draw_settled`).
+    engine is laid out on the first frame until its layout has settled (see
+    :func:`_draw_settled`), and that layout is kept for every later frame: the
+    panels do not jitter, and the layout (half of a frame's drawing time) is
+    computed once.
     """
     fig = anim._fig
+    engine = fig.get_layout_engine()
     with _agg_canvas(fig, dpi) as canvas:
         anim._init_draw()
-        for data in anim.new_saved_frame_seq():
-            anim._draw_next_frame(data, blit=False)
-            _draw_settled(fig, canvas)
-            yield _opaque(np.asarray(canvas.buffer_rgba()))
+        try:
+            for index, data in enumerate(anim.new_saved_frame_seq()):
+                anim._draw_next_frame(data, blit=False)
+                if index == 0:
+                    _draw_settled(fig, canvas)
+                    if engine is not None:
+                        fig.set_layout_engine("none")  # keep the settled positions
+                else:
+                    canvas.draw()
+                yield _opaque(np.asarray(canvas.buffer_rgba()))
+        finally:
+            if engine is not None:
+                fig.set_layout_engine(engine)
 
 
 def _layout(fig: Figure) -> np.ndarray:
