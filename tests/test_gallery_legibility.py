@@ -84,3 +84,21 @@ def test_no_html_convviz_writes_loads_anything(tmp_path):
     planted = pages[1].read_text(encoding="utf-8").replace(
         "</head>", '<link rel="stylesheet" href="https://cdn.example.org/x.css"></head>')
     assert checks.network_references(planted)
+
+
+@pytest.mark.parametrize("entry", FIGURES, ids=[e.name for e in FIGURES])
+def test_one_short_title_and_one_parameter_line(entry):
+    fig = entry.draw()
+    lines = fig.get_suptitle().splitlines()
+    assert len(lines) == 2 and len(lines[0]) <= 80, lines  # a title, then the parameters
+    panel_titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(set(panel_titles)) == len(panel_titles)  # no text repeated across panels
+    assert all("\n" not in t for t in panel_titles)
+
+
+def test_the_demo_figures_are_legible():
+    """What `convviz demo` draws (its colour bar label was clipped before)."""
+    s = viz.Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")
+    for fig in (viz.coverage(s), viz.scatter(s, (2, 2))):
+        problems = checks.check_figure(fig, dpi=PNG_DPI)
+        assert problems == [], "\n".join(map(str, problems))
