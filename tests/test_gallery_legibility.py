@@ -48,6 +48,8 @@ def test_every_animation_frame_is_legible(entry):
         anim._func(frame)
         problems = checks.check_figure(anim._fig, dpi=GIF_DPI)
         assert problems == [], f"frame {frame}:\n" + "\n".join(map(str, problems))
+        if frame == 0:  # as viz.save renders: the first frame's layout is kept for the others
+            anim._fig.set_layout_engine("none")
 
 
 def test_user_arrays_and_decimals_stay_legible():
