@@ -201,7 +201,7 @@ def _demo(argv: list[str]) -> int:
     plt.close(fig)
     # One render, two files: the GIF and the interactive page share their frames.
     paths = save(animate_input_gradient(setup), out / "input_gradient.gif", out / "input_gradient.html",
-                 progress=None if not args.quiet else False)
+                 progress=False if args.quiet else None)
     wrote(paths[:1], "the input gradient built cell by cell")
     wrote(paths[1:], "the same animation, with play and step buttons (open in a browser)")
     from .explorer import write_page

@@ -20,7 +20,7 @@ from matplotlib import animation
 from matplotlib.animation import FuncAnimation, PillowWriter
 from PIL import Image
 
-from convviz.viz import _save
+from convviz.viz import _render, _save
 from convviz.viz._save import save
 
 pytestmark = pytest.mark.filterwarnings("ignore:Animation was deleted without rendering anything")
@@ -276,7 +276,7 @@ def test_layout_settles_so_a_still_animation_does_not_jitter():
     # The fault: drawn once per frame, constrained layout is still converging over the first frames.
     anim = still()
     fig = anim._fig
-    with _save._agg_canvas(fig, 100) as canvas:
+    with _render.agg_canvas(fig, 100) as canvas:
         anim._init_draw()
         once = []
         for data in anim.new_saved_frame_seq():

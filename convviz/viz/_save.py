@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing
 from fractions import Fraction
 from pathlib import Path
 
@@ -35,10 +35,11 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 from tqdm import tqdm
+
+from ._render import agg_canvas, draw_settled, layout_frozen
 
 __all__ = ["ANIMATION_FORMATS", "FIGURE_FORMATS", "save", "to_html"]
 
@@ -280,33 +281,6 @@ def _save_animation(anim: animation.Animation, paths: list[Path], *, fps: float,
             p.write_text(page, encoding="utf-8")
 
 
-@contextmanager
-def _agg_canvas(fig: Figure, dpi: float) -> Iterator[FigureCanvasAgg]:
-    """The figure on a fresh Agg canvas at ``dpi``, as ``savefig`` does it; the original canvas afterwards.
-
-    The animation's idle redraw is made a no-op on that canvas (the caller draws
-    each frame itself), and the canvas is marked as saving so that the first
-    draw does not start the animation's timer.
-    """
-    original, original_dpi = fig.canvas, fig.dpi
-    original_base_dpi = getattr(fig, "_original_dpi", original_dpi)
-    face = mpl.rcParams["savefig.facecolor"]
-    old_face = fig.get_facecolor()
-    agg = FigureCanvasAgg(fig)  # becomes fig.canvas: no GUI window is resized or repainted
-    agg._is_saving = True
-    agg.draw_idle = lambda *args, **kwargs: None  # type: ignore[method-assign]
-    try:
-        fig.dpi = dpi
-        if not (isinstance(face, str) and face == "auto"):
-            fig.set_facecolor(face)
-        yield agg
-    finally:
-        fig.set_facecolor(old_face)
-        fig.dpi = original_dpi
-        fig.set_canvas(original)
-        fig._original_dpi = original_base_dpi
-
-
 def _render(anim: animation.Animation, dpi: float) -> Iterator[np.ndarray]:
     """Each frame of the animation as an opaque (height, width, 3) uint8 array, drawn once.
 
@@ -314,67 +288,21 @@ def _render(anim: animation.Animation, dpi: float) -> Iterator[np.ndarray]:
     the first frame) is drawn first, then every item of ``new_saved_frame_seq``,
     each by one call of the animation's function.  A figure with a layout
     engine is laid out on the first frame until its layout has settled (see
-    :func:`_draw_settled`), and that layout is kept for every later frame: the
+    :func:`~convviz.viz._render.draw_settled`), and that layout is kept for every later frame: the
     panels do not jitter, and the layout (half of a frame's drawing time) is
     computed once.
     """
     fig = anim._fig
-    engine = fig.get_layout_engine()
-    with _agg_canvas(fig, dpi) as canvas:
+    with agg_canvas(fig, dpi) as canvas, ExitStack() as frozen:
         anim._init_draw()
-        try:
-            for index, data in enumerate(anim.new_saved_frame_seq()):
-                anim._draw_next_frame(data, blit=False)
-                if index == 0:
-                    _draw_settled(fig, canvas)
-                    if engine is not None:
-                        fig.set_layout_engine("none")  # keep the settled positions
-                else:
-                    canvas.draw()
-                yield _opaque(np.asarray(canvas.buffer_rgba()))
-        finally:
-            if engine is not None:
-                fig.set_layout_engine(engine)
-
-
-def _layout(fig: Figure) -> np.ndarray:
-    """Where the layout engine put things, in pixels: every axes' box and the figure-level titles."""
-    boxes = [ax.get_position().bounds for ax in fig.axes]
-    texts = [t.get_position() + t.get_position() for t in (getattr(fig, name, None) for name in
-             ("_suptitle", "_supxlabel", "_supylabel")) if t is not None]
-    scale = np.tile(fig.bbox.size, 2)
-    return np.array(boxes + texts, float).reshape(-1, 4) * scale
-
-
-def _draw_settled(fig: Figure, canvas: FigureCanvasAgg, *, tolerance_px: float = 0.25, max_draws: int = 4) -> int:
-    """Draw the figure; with a layout engine, again until nothing moved by more than ``tolerance_px``.
-
-    Constrained layout converges over draws (each pass about 15 times closer),
-    so a figure drawn once after its texts changed can sit a pixel or two away
-    from where the next draw puts it, and the frames of an animation would
-    jitter.  matplotlib's ``Animation.save`` hides this by laying each frame out
-    twice; here a frame is drawn again only when its layout moved.  Returns the
-    number of draws.
-
-    Examples
-    --------
-    >>> fig = Figure(figsize=(3, 2), layout="constrained")
-    >>> ax = fig.add_subplot(); _ = fig.suptitle("a title")
-    >>> canvas = FigureCanvasAgg(fig)
-    >>> _draw_settled(fig, canvas) > 1, _draw_settled(fig, canvas)  # settled once, then one draw suffices
-    (True, 1)
-    """
-    if fig.get_layout_engine() is None:
-        canvas.draw()
-        return 1
-    before = _layout(fig)
-    for draws in range(1, max_draws + 1):
-        canvas.draw()
-        after = _layout(fig)
-        if after.shape == before.shape and np.abs(after - before).max(initial=0) <= tolerance_px:
-            break
-        before = after
-    return draws
+        for index, data in enumerate(anim.new_saved_frame_seq()):
+            anim._draw_next_frame(data, blit=False)
+            if index == 0:
+                draw_settled(fig, canvas)
+                frozen.enter_context(layout_frozen(fig))  # keep the settled positions
+            else:
+                canvas.draw()
+            yield _opaque(np.asarray(canvas.buffer_rgba()))
 
 
 def _opaque(rgba: np.ndarray) -> np.ndarray:

@@ -261,8 +261,6 @@ def fmt(value: float) -> str:
     return f"{value:.2g}"
 
 
-_fmt = fmt  # the first release's name
-
 
 # -- grids ------------------------------------------------------------------------------
 def draw_grid(ax: Axes, values: np.ndarray, cmap: str | None = None, norm: colors.Normalize | None = None,

@@ -23,28 +23,32 @@ from .views import (_depthwise_numbers, _depthwise_subtitle, _figure, _labels, _
 __all__ = ["animate_filter_gradient", "animate_input_gradient"]
 
 
-def _contributions(setup: Setup, batch: int, in_channel: int, out_channel: int) -> list[np.ndarray]:
-    """What each output cell, in row-major order, adds to the input gradient plane.
+def _contributions(setup: Setup, batch: int, in_channel: int,
+                   out_channel: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """What each output cell, in row-major order, adds to the input gradient plane, and which cells it reaches.
 
     Taken from the geometry's tap table; their running sum ends at the kernel's
-    own result (checked in the tests).
+    own result (checked in the tests).  A reached cell may receive 0 (a zero tap).
     """
     g = setup.geometry
     dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
     weights = setup.kernel_plane(in_channel, out_channel)
     h, w = g.input_hw
     rows, cols = g.rows.index_table(), g.cols.index_table()
-    frames = []
+    adds, reached = [], []
     for oh in range(g.output_hw[0]):
         for ow in range(g.output_hw[1]):
             add = np.zeros((h, w))
+            reach = np.zeros((h, w), dtype=bool)
             for kh in range(g.kernel_hw[0]):
                 for kw in range(g.kernel_hw[1]):
                     i, j = rows[oh, kh], cols[ow, kw]
                     if 0 <= i < h and 0 <= j < w:
                         add[i, j] += weights[kh, kw] * dy[oh, ow]
-            frames.append(add)
-    return frames
+                        reach[i, j] = True
+            adds.append(add)
+            reached.append(reach)
+    return adds, reached
 
 
 def _number_grid(ax: Axes, rows: int, cols: int, origin: tuple[int, int] = (0, 0)) -> list[list[Any]]:
@@ -83,9 +87,9 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     """
     theme = style.current()
     g = setup.geometry
-    contributions = _contributions(setup, batch, in_channel, out_channel)
+    contributions, reached = _contributions(setup, batch, in_channel, out_channel)
     running = np.cumsum(np.stack(contributions), axis=0)
-    touched = np.cumsum(np.stack([c != 0 for c in _reach(setup)]), axis=0) > 0
+    touched = np.logical_or.accumulate(np.stack(reached), axis=0)
     dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
     h, w = g.input_hw
     padded = _padded_width(g)
@@ -136,22 +140,6 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     return anim
 
 
-def _reach(setup: Setup) -> list[np.ndarray]:
-    """For each output cell in row-major order, the real input cells its window reaches (tap-independent)."""
-    g = setup.geometry
-    h, w = g.input_hw
-    rows, cols = g.rows.index_table(), g.cols.index_table()
-    masks = []
-    for oh in range(g.output_hw[0]):
-        for ow in range(g.output_hw[1]):
-            mask = np.zeros((h, w), dtype=bool)
-            r = rows[oh][(rows[oh] >= 0) & (rows[oh] < h)]
-            c = cols[ow][(cols[ow] >= 0) & (cols[ow] < w)]
-            mask[np.ix_(r, c)] = True
-            masks.append(mask)
-    return masks
-
-
 @style.themed
 def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, multiplier: int = 0,
                             interval: int = 600) -> animation.FuncAnimation:
@@ -192,7 +180,7 @@ def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, m
     w_texts = _number_grid(ax_w, kh_n, kw_n)
     _labels(ax_w, "dW so far", "tap")
     tap_box = style.outline(ax_w, 0, 0, 1, 1, color=theme.selected)
-    _legend(fig, ax_x, _lattice_handles(numbers[0]["valid"] & False), own_figure=True)
+    _legend(fig, ax_x, _lattice_handles(in_padding=not all(d["valid"].all() for d in numbers)), own_figure=True)
     _titles(fig, "Depthwise filter gradient, tap by tap", _depthwise_subtitle(setup, channel, multiplier))
     n_taps = len(taps)
 

@@ -51,12 +51,11 @@ from typing import Any
 import numpy as np
 from matplotlib import colors as mcolors
 from matplotlib import patheffects
-from matplotlib import rcParams
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from ._render import agg_canvas, layout_frozen
 from ._style import contrast_ratio
 
 __all__ = ["Problem", "check_figure", "contrast_ratio", "drawn_texts", "network_references", "small_text",
@@ -134,51 +133,6 @@ def _require_figure(fig: Any) -> Figure:
     if not isinstance(fig, Figure):
         raise TypeError(f"expected a matplotlib Figure, got {type(fig).__name__}")
     return fig
-
-
-@contextmanager
-def _on_agg(fig: Figure, dpi: float) -> Iterator[FigureCanvasAgg]:
-    """Put ``fig`` on a fresh Agg canvas at ``dpi`` as savefig does; put everything back after.
-
-    The backend is never switched (``matplotlib.use`` is not called): the Agg
-    canvas only borrows the figure.
-    """
-    old_canvas, old_dpi = fig.canvas, fig.dpi
-    had_original_dpi = hasattr(fig, "_original_dpi")
-    old_original_dpi = getattr(fig, "_original_dpi", None)  # a new canvas overwrites it on some versions
-    old_facecolor = fig.get_facecolor()
-    canvas, repaint = None, False
-    try:
-        canvas = FigureCanvasAgg(fig)  # attaches itself as fig.canvas; manager None: no GUI resize
-        canvas._is_saving = True  # savefig draws animated artists too; this canvas is ours alone
-        fig.dpi = dpi
-        facecolor = rcParams["savefig.facecolor"]  # what savefig paints the figure with
-        repaint = not (isinstance(facecolor, str) and facecolor == "auto")
-        if repaint:
-            fig.set_facecolor(facecolor)
-        yield canvas
-    finally:
-        if canvas is not None:
-            if repaint:
-                fig.set_facecolor(old_facecolor)
-            fig.dpi = old_dpi  # while the Agg canvas is attached, so no window is resized
-            if had_original_dpi:
-                fig._original_dpi = old_original_dpi
-        fig.set_canvas(old_canvas)
-
-
-@contextmanager
-def _layout_frozen(fig: Figure) -> Iterator[None]:
-    """Turn the layout engine off (savefig's second draw does: layout was done by the first)."""
-    engine = fig.get_layout_engine()
-    if engine is None:
-        yield
-        return
-    fig.set_layout_engine("none")
-    try:
-        yield
-    finally:
-        fig.set_layout_engine(engine)
 
 
 @contextmanager
@@ -277,13 +231,13 @@ def _visible_part(text: Text, box: Bbox) -> Bbox | None:
 def _render(fig: Figure, dpi: float, *, background: bool, hide_text: bool = True) -> _Render:
     """Draw ``fig`` as ``savefig(dpi=dpi)`` would, recording the texts drawn and (optionally) the pixels."""
     _require_figure(fig)
-    with _on_agg(fig, dpi) as canvas:
+    with agg_canvas(fig, dpi) as canvas:
         # savefig's first pass: a draw without output, where the layout engine runs.
         fig.draw_without_rendering()
         for _ in range(3):  # a draw that creates texts (new ticks) missed them: draw again
             before = _all_texts(fig)
             drawn: dict[int, Text] = {}
-            with _layout_frozen(fig), _recording(before, drawn, hide_text):
+            with layout_frozen(fig), _recording(before, drawn, hide_text):
                 canvas.draw()
             if {id(t) for t in _all_texts(fig)} <= {id(t) for t in before}:
                 break

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch, Rectangle
 # No matplotlib.use(): savefig and the animation writers pick their canvas by file
 # format, so the gallery draws on any backend and never switches a notebook's.
 from . import _style as style
+from ._render import settle
 from ._save import save
 from .animate import animate_filter_gradient, animate_input_gradient
 from .setup import Setup
@@ -63,7 +64,7 @@ def layouts(setup: Setup, slots: int = 12):
     ax_memory.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.55), ncols=2, frameon=False)
     fig.suptitle(f"Two layouts, one gradient: max |NHWC - NCHW| = {difference:g}\n"
                  f"{nhwc.describe()}, 2 -> 3 channels")
-    fig.draw_without_rendering()
+    settle(fig)
     return fig
 
 

@@ -22,6 +22,7 @@ from matplotlib.patches import Patch, Rectangle
 from .. import ops
 from ..geometry import AxisGeometry, ConvGeometry
 from . import _style as style
+from ._render import settle
 from .setup import Setup
 
 __all__ = ["card", "coverage", "depthwise", "gather_steps", "scatter", "scatter_vs_gather"]
@@ -55,9 +56,9 @@ def _titles(fig: Figure, title: str, subtitle: str = "") -> None:
     if subtitle:
         text += "\n" + _wrap(subtitle, fig.get_figwidth(), theme.suptitle_pt)
     fig.suptitle(text, fontsize=theme.suptitle_pt)
-    # Constrained layout settles aspect-locked panels only on a second pass: make the
-    # first draw the user sees (inline backends draw once) the settled one.
-    fig.draw_without_rendering()
+    # Constrained layout converges over several draws: make the first draw the user
+    # sees (inline backends draw once) the settled one, which later saves keep.
+    settle(fig)
 
 
 def _wrap(text: str, width_inch: float, points: float) -> str:
@@ -356,8 +357,8 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
 def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel: int = 0) -> dict[str, Any]:
     """The gather form of the input gradient, step by step, for one channel pair.
 
-    ``zero_inserted``: dL/dy with ``stride - 1`` zeros between neighbours;
-    ``padded``: that, padded (or cropped) so that a plain correlation lines up;
+    ``zero_inserted``: dL/dy with ``stride - 1`` zeros between neighbours
+    (``zero_inserted_origin``: where each cell comes from); ``padded``: that, padded (or cropped) so that a plain correlation lines up;
     ``padded_origin``: where each cell of ``padded`` comes from (:data:`FROM_DY`,
     :data:`INSERTED_ZERO` or :data:`PADDING_ZERO`); ``flipped``: the kernel
     rotated 180 degrees; ``result``: the correlation of ``padded`` with the
@@ -379,9 +380,9 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
     (sh, sw), (dh, dw) = setup.strides, setup.dilations
     z = np.zeros(((dy.shape[0] - 1) * sh + 1, (dy.shape[1] - 1) * sw + 1))
     z[::sh, ::sw] = dy
-    origin = np.full(z.shape, INSERTED_ZERO)
-    origin[::sh, ::sw] = FROM_DY
-    padded = z
+    inserted = np.full(z.shape, INSERTED_ZERO)
+    inserted[::sh, ::sw] = FROM_DY
+    padded, origin = z, inserted
     for axis, geo in ((0, g.rows), (1, g.cols)):
         before = geo.effective_kernel_size - 1 - geo.pad_before  # may be negative: crop instead
         after = geo.input_size + geo.effective_kernel_size - 1 - before - padded.shape[axis]
@@ -399,8 +400,8 @@ def gather_steps(setup: Setup, batch: int = 0, in_channel: int = 0, out_channel:
     for a in range(kh):
         for b in range(kw):
             result += flipped[a, b] * padded[a * dh:a * dh + g.input_hw[0], b * dw:b * dw + g.input_hw[1]]
-    return {"out_backprop": dy, "weights": weights, "zero_inserted": z, "padded": padded,
-            "padded_origin": origin, "flipped": flipped, "result": result}
+    return {"out_backprop": dy, "weights": weights, "zero_inserted": z, "zero_inserted_origin": inserted,
+            "padded": padded, "padded_origin": origin, "flipped": flipped, "result": result}
 
 
 FROM_DY, INSERTED_ZERO, PADDING_ZERO = 0, 1, 2
@@ -470,9 +471,7 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     style.draw_grid(ax_s, scattered, theme.signed_cmap, norm)
     _labels(ax_s, "3. scatter: each dL/dy cell × W", "input")
     upper.suptitle("Scatter", fontsize=theme.title_pt, fontweight="bold")
-    inserted = np.full(steps["zero_inserted"].shape, INSERTED_ZERO)
-    inserted[::setup.strides[0], ::setup.strides[1]] = FROM_DY
-    _origin_grid(ax_z, steps["zero_inserted"], inserted, norm)
+    _origin_grid(ax_z, steps["zero_inserted"], steps["zero_inserted_origin"], norm)
     _labels(ax_z, f"4. {_zeros_between(setup.strides)} between cells", "")
     _origin_grid(ax_p, steps["padded"], steps["padded_origin"], norm)
     _labels(ax_p, "5. pad (or crop) to line up", "")
@@ -563,14 +562,15 @@ def depthwise_lattice_panel(ax: Axes, setup: Setup, tap: tuple[int, int] = (0, 0
     _lattice_marks(ax, d["rows"], d["cols"], d["valid"])
     _labels(ax, f"x, channel {channel}: read by tap ({kh}, {kw})", "input")
     if legend:
-        _legend(ax.figure, ax, _lattice_handles(d["valid"]), own_figure=False)
+        _legend(ax.figure, ax, _lattice_handles(in_padding=not d["valid"].all()), own_figure=False)
     return d
 
 
-def _lattice_handles(valid: np.ndarray) -> list:
+def _lattice_handles(in_padding: bool) -> list:
+    """The legend of the lattice marks; the dashed padding mark only when some tap reads the padding."""
     theme = style.current()
     handles = [Patch(fill=False, edgecolor=theme.window, linewidth=2, label="read by the tap")]
-    if not valid.all():
+    if in_padding:
         handles.append(Patch(fill=False, edgecolor=theme.lost, linewidth=2, linestyle="--",
                              label="in the padding: adds 0"))
     handles.append(_padding_patch())
@@ -642,7 +642,7 @@ def depthwise(setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0, ch
     _labels(ax_p, f"3. x · dL/dy: sum {style.fmt(products.sum())}", "output")
     depthwise_dw_panel(ax_w, d, channel, multiplier)
     ax_w.set_title(f"4. dW[{kh}, {kw}] = {style.fmt(d['dw'][kh, kw])}")
-    _legend(fig, ax_x, _lattice_handles(d["valid"]), own_figure=True)
+    _legend(fig, ax_x, _lattice_handles(in_padding=not d["valid"].all()), own_figure=True)
     _titles(fig, f"Depthwise filter gradient of tap ({kh}, {kw})", _depthwise_subtitle(setup, channel, multiplier))
     return fig
 
