@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _validate
-from ._backends import cpu, cuda
+from .. import _validate
+from .._backends import cpu, cuda
 
 __all__ = ["conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
