@@ -5,7 +5,8 @@ gradient, a coverage figure and an interactive HTML page, written to DIR.
 ``convviz explain`` prints the geometry of a convolution (output size, pad
 split, rows with no gradient, an ASCII coverage map).  ``convviz gallery --out
 DIR`` draws the gallery; ``convviz bench`` times convviz against TensorFlow and
-PyTorch (see :mod:`convviz.bench`); ``convviz version`` prints what this build is.
+PyTorch (see :mod:`convviz.bench`); ``convviz version`` prints what this build is
+(``convviz --version`` just its version number).
 """
 
 from __future__ import annotations
@@ -24,20 +25,30 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["version"])  # doctest: +ELLIPSIS
     convviz: ...
     0
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    convviz ...
+    0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="convviz", description="Compute and show the gradients of 2-D convolution.")
+    # Not argparse's action="version": that exits through SystemExit, and main() returns its status.
+    parser.add_argument("-V", "--version", action="store_true", help="print 'convviz VERSION' and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("demo", help="write an animation, a coverage figure and an interactive page", add_help=False)
     sub.add_parser("explain", help="print the geometry of a convolution", add_help=False)
     sub.add_parser("gallery", help="draw the gallery of figures and animations into a folder", add_help=False)
     sub.add_parser("page", help="write the interactive explorer as one offline HTML file", add_help=False)
     sub.add_parser("bench", help="time convviz against TensorFlow and PyTorch", add_help=False)
-    sub.add_parser("version", help="print the version, OpenMP and SIMD facts of this build")
+    sub.add_parser("version", help="print the version, OpenMP and SIMD facts of this build", add_help=False)
     if not argv:
         parser.print_help()
         return 2
     args, rest = parser.parse_known_args(argv[:1])
+    if args.version:
+        from ._version import __version__
+
+        print(f"convviz {__version__}")
+        return 0
     if args.command == "bench":
         from . import bench
 
@@ -51,14 +62,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "explain":
         return _explain(argv[1:])
     if args.command == "version":
-        if argv[1:]:
-            parser.error(f"'version' takes no arguments, got {' '.join(argv[1:])}")
-        from . import show_versions
-
-        show_versions()
-        return 0
+        return _version(argv[1:])
     parser.error(f"unknown command {argv[0]!r}")
     return 2
+
+
+def _version(argv: list[str]) -> int:
+    """``convviz version``: what this build is (``show_versions``)."""
+    parser = argparse.ArgumentParser(
+        prog="convviz version",
+        description="Print the convviz version with the facts of this build: Python, platform, NumPy, "
+                    "ml_dtypes, OpenMP (compiled in or not), the SIMD kernel variant in use, threads, and "
+                    "CuPy with its GPUs when present.  (`convviz --version` prints the version alone.)")
+    parser.parse_args(argv)
+    from . import show_versions
+
+    show_versions()
+    return 0
 
 
 def _pair(text: str) -> tuple[int, int]:

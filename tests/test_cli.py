@@ -61,6 +61,52 @@ def test_usage_errors(argv, words, capsys):
     assert words in capsys.readouterr().err
 
 
+def test_version_flag(capsys):
+    from convviz import __version__
+
+    for flag in ("--version", "-V"):
+        assert main([flag]) == 0
+        assert capsys.readouterr().out == f"convviz {__version__}\n"
+    assert "--version" in _help(capsys)
+
+
+def _help(capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_version_command_and_its_help(capsys):
+    assert main(["version"]) == 0
+    assert "convviz:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["version", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: convviz version") and "OpenMP" in out
+    with pytest.raises(SystemExit) as info:
+        main(["version", "extra"])
+    assert info.value.code == 2 and "unrecognized arguments: extra" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["demo", "explain", "gallery", "page", "bench", "version"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: convviz {command}")
+
+
+def test_python_dash_m_convviz_version():
+    from convviz import __version__
+
+    result = subprocess.run([sys.executable, "-m", "convviz", "--version"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"convviz {__version__}\n"
+
+
 def test_installed_command_runs():
     result = subprocess.run([sys.executable, "-m", "convviz.cli", "explain", "--input", "5", "--kernel", "2"],
                             capture_output=True, text=True, timeout=120)
