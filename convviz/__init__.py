@@ -22,13 +22,12 @@ Examples
 (1, 4, 4, 1)
 """
 
-from ._backends.cuda import DeviceError
-from ._validate import InvalidArgumentError
 from ._version import __version__
+from .errors import DeviceError, InvalidArgumentError
 from ._info import openmp_enabled, show_versions
 from .geometry import AxisGeometry, ConvGeometry
 from .ops import conv2d_backprop_input, depthwise_conv2d_native_backprop_filter
-from . import compat, geometry, reference
+from . import compat, errors, geometry, reference
 
 __all__ = [
     "AxisGeometry",
@@ -39,6 +38,7 @@ __all__ = [
     "compat",
     "conv2d_backprop_input",
     "depthwise_conv2d_native_backprop_filter",
+    "errors",
     "explore",
     "geometry",
     "openmp_enabled",

@@ -17,40 +17,20 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from . import _openmp_info
+from ._threads import MAX_THREADS, default_threads
+from .errors import InvalidArgumentError
 from .geometry import DATA_FORMATS, PADDINGS, ConvGeometry
 
-__all__ = ["InvalidArgumentError"]
+__all__ = ["InvalidArgumentError"]  # re-exported for old imports; it lives in convviz.errors
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
 FLOAT_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
-INPUT_GRAD_DTYPES = FLOAT_DTYPES + (np.dtype(np.int32),)
-FILTER_GRAD_DTYPES = FLOAT_DTYPES
+FLOAT_AND_INT32_DTYPES = FLOAT_DTYPES + (np.dtype(np.int32),)
 
 # Sizes, strides, dilations and paddings are int32 in TensorFlow's kernels;
 # larger values are never meaningful and would only invite overflow.
 MAX_DIMENSION = 2**31 - 1
-# More threads than this is never useful and could exhaust the OS's thread limit.
-MAX_THREADS = 1024
-
-
-class InvalidArgumentError(ValueError):
-    """An argument has a wrong value or shape.
-
-    A ``ValueError``, so ``except ValueError`` catches it; the message names the
-    argument, the expected and the actual value.
-
-    Examples
-    --------
-    >>> import numpy as np, convviz
-    >>> try:
-    ...     convviz.conv2d_backprop_input([1, 4, 4, 1], np.ones((3, 3, 1, 1)),
-    ...                                   np.ones((1, 3, 3, 1)), [1, 1, 1, 1], "SAME")
-    ... except convviz.InvalidArgumentError as err:
-    ...     print(err)
-    conv2d_backprop_input: out_backprop must have shape (1, 4, 4, 1) (computed from input_sizes, filter, strides, dilations and padding), got (1, 3, 3, 1)
-    """
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -90,10 +70,13 @@ def as_int_list(value: Any, name: str, op: str) -> tuple[int, ...]:
         raise TypeError(
             f"{op}: {name} must be a list or tuple of ints, got {type(value).__name__} {value!r}"
         )
+    if any(isinstance(v, (list, tuple)) or getattr(v, "ndim", 0) for v in value):
+        # A nested list is a shape mistake (e.g. [[1, 5], [5, 2]]), not a type one.
+        raise InvalidArgumentError(f"{op}: {name} must be a flat list of ints, got a nested list {value!r}")
     return tuple(as_int(v, f"{name}[{i}]", op) for i, v in enumerate(value))
 
 
-def _check_range(values: tuple[int, ...], name: str, op: str, low: int) -> None:
+def check_range(values: tuple[int, ...], name: str, op: str, low: int) -> None:
     for i, v in enumerate(values):
         if v < low or v > MAX_DIMENSION:
             raise InvalidArgumentError(
@@ -116,15 +99,10 @@ def as_string(value: Any, name: str, op: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-# OpenMP's default thread count (all cores, or OMP_NUM_THREADS), read once: the
-# runtime reads OMP_NUM_THREADS at start-up and convviz never changes it.
-DEFAULT_THREADS = max(1, _openmp_info.max_threads())
-
-
 def resolve_n_threads(n_threads: Any, op: str) -> int:
-    """None -> OpenMP's default (all cores, or OMP_NUM_THREADS); else a positive int."""
+    """None -> the default read now (convviz._threads.default_threads); else a positive int."""
     if n_threads is None:
-        return DEFAULT_THREADS
+        return default_threads()
     n = as_int(n_threads, "n_threads", op)
     if n < 1 or n > MAX_THREADS:
         raise InvalidArgumentError(
@@ -270,16 +248,20 @@ def validate_window(
 
     def four(value: Any, name: str) -> tuple[int, int]:
         values = as_int_list(value, name, op)
+        if len(values) == 2:  # the spatial form [height, width], as tf.nn takes it
+            check_range(values, name, op, low=1)
+            return values[0], values[1]
         if len(values) != 4:
             raise InvalidArgumentError(
-                f"{op}: {name} must have 4 values in {data_format} order, got {len(values)}: {list(values)}"
+                f"{op}: {name} must have 4 values in {data_format} order or 2 values "
+                f"[height, width], got {len(values)}: {list(values)}"
             )
         if values[0] != 1 or values[c_axis] != 1:
             raise InvalidArgumentError(
                 f"{op}: {name} in the batch and depth dimensions must be 1 "
                 f"({data_format} positions 0 and {c_axis}), got {list(values)}"
             )
-        _check_range(values, name, op, low=1)
+        check_range(values, name, op, low=1)
         return values[h_axis], values[w_axis]
 
     stride_hw = four(strides, "strides")
@@ -299,7 +281,7 @@ def validate_window(
                 f"{op}: explicit_paddings must have 8 values (a before/after pair per "
                 f"dimension in {data_format} order) when padding is 'EXPLICIT', got {len(pads)}: {list(pads)}"
             )
-        _check_range(pads, "explicit_paddings", op, low=0)
+        check_range(pads, "explicit_paddings", op, low=0)
         if pads[0] or pads[1] or pads[2 * c_axis] or pads[2 * c_axis + 1]:
             raise InvalidArgumentError(
                 f"{op}: explicit_paddings for the batch and depth dimensions must be 0, got {list(pads)}"
@@ -308,126 +290,15 @@ def validate_window(
     return Window(stride_hw, dilation_hw, padding, pads4, data_format)
 
 
-def _spatial(shape: tuple[int, ...], window: Window) -> tuple[int, int, int, int]:
+def spatial(shape: tuple[int, ...], window: Window) -> tuple[int, int, int, int]:
     """(N, H, W, C) of a 4-D shape in the window's data format."""
     h, w = window.hw_axes
     return shape[0], shape[h], shape[w], shape[window.channel_axis]
 
 
-def _check_output_shape(geometry: ConvGeometry, out_backprop: np.ndarray, what: str, op: str) -> None:
+def check_output_shape(geometry: ConvGeometry, out_backprop: np.ndarray, what: str, op: str) -> None:
     if tuple(out_backprop.shape) != geometry.output_shape:
         raise InvalidArgumentError(
             f"{op}: out_backprop must have shape {geometry.output_shape} "
             f"(computed from {what}, strides, dilations and padding), got {tuple(out_backprop.shape)}"
         )
-
-
-# -- the two ops -----------------------------------------------------------------
-@dataclass(frozen=True)
-class InputGradCall:
-    """A validated conv2d_backprop_input call."""
-
-    geometry: ConvGeometry
-    filter: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-@dataclass(frozen=True)
-class FilterGradCall:
-    """A validated depthwise_conv2d_native_backprop_filter call."""
-
-    geometry: ConvGeometry
-    input: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate_conv2d_backprop_input(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "conv2d_backprop_input", default_float: Any = np.float64, on_gpu: bool = False,
-) -> InputGradCall:
-    # Types first, then values: a dtype error is more fundamental than a shape one.
-    filter, out_backprop, dtype = tensor_pair(
-        filter, "filter", out_backprop, op, INPUT_GRAD_DTYPES, default_float)
-    sizes = as_int_list(input_sizes, "input_sizes", op)
-    threads = resolve_n_threads(n_threads, op)
-    window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
-    check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) not in (2, 4):
-        raise InvalidArgumentError(
-            f"{op}: input_sizes must have 4 values ({window.data_format}) or 2 values "
-            f"([height, width]), got {len(sizes)}: {list(sizes)}"
-        )
-    _check_range(sizes, "input_sizes", op, low=0)
-    kernel_h, kernel_w, filter_depth, out_channels = filter.shape
-    if min(filter.shape) < 1:
-        raise InvalidArgumentError(
-            f"{op}: filter must not be empty (every dimension at least 1), got shape {filter.shape}"
-        )
-    if len(sizes) == 4:
-        batch, height, width, in_channels = _spatial(sizes, window)
-    else:
-        height, width = sizes
-        batch, in_channels = out_backprop.shape[0], filter_depth
-    if in_channels < 1 or in_channels % filter_depth:
-        raise InvalidArgumentError(
-            f"{op}: input depth ({in_channels}, from input_sizes) must be a positive multiple "
-            f"of the filter's in-depth (filter.shape[2] = {filter_depth})"
-        )
-    groups = in_channels // filter_depth
-    if out_channels % groups:
-        raise InvalidArgumentError(
-            f"{op}: filter out-depth (filter.shape[3] = {out_channels}) must be a multiple of "
-            f"the number of groups ({groups} = input depth {in_channels} / filter in-depth {filter_depth})"
-        )
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=in_channels,
-        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
-        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
-        groups=groups, data_format=window.data_format,
-    )
-    _check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
-    check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op, on_gpu)
-    return InputGradCall(geometry, filter, out_backprop, dtype, threads)
-
-
-def validate_depthwise_backprop_filter(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64, on_gpu: bool = False,
-) -> FilterGradCall:
-    input, out_backprop, dtype = tensor_pair(
-        input, "input", out_backprop, op, FILTER_GRAD_DTYPES, default_float)
-    sizes = as_int_list(filter_sizes, "filter_sizes", op)
-    threads = resolve_n_threads(n_threads, op)
-    window = validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    check_rank4(input, "input", op, window.data_format)
-    check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) != 4:
-        raise InvalidArgumentError(
-            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels, "
-            f"channel_multiplier], got {len(sizes)}: {list(sizes)}"
-        )
-    _check_range(sizes, "filter_sizes", op, low=1)
-    kernel_h, kernel_w, filter_channels, multiplier = sizes
-    batch, height, width, channels = _spatial(input.shape, window)
-    if filter_channels != channels:
-        raise InvalidArgumentError(
-            f"{op}: filter_sizes[2] must equal the input depth ({channels}), got {filter_channels}"
-        )
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=channels,
-        out_channels=channels * multiplier, kernel_hw=(kernel_h, kernel_w),
-        strides=window.strides, dilations=window.dilations, padding=window.padding,
-        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
-    )
-    _check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
-    check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
-    return FilterGradCall(geometry, input, out_backprop, dtype, threads)

@@ -28,6 +28,8 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
+INPUT_GRAD = "conv2d_backprop_input"
+DEPTHWISE_FILTER_GRAD = "depthwise_conv2d_native_backprop_filter"
 DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
 
@@ -36,12 +38,12 @@ class Case:
     """One benchmark case (float32, NHWC, SAME unless stated)."""
 
     name: str
-    op: str  # "bpi" (input gradient) or "dwf" (depthwise filter gradient)
+    op: str  # the op's public name (a key of convviz.ops.BY_NAME)
     n: int
     h: int
     w: int
     c_in: int
-    c_out_or_mult: int  # C_out for bpi, channel multiplier for dwf
+    c_out_or_mult: int  # C_out for the input gradient, channel multiplier for the depthwise filter gradient
     k: int
     stride: int
     dilation: int
@@ -55,7 +57,7 @@ class Case:
     @property
     def flops(self) -> float:
         oh, ow = self.out_hw
-        if self.op == "bpi":
+        if self.op == INPUT_GRAD:
             return 2.0 * self.n * oh * ow * self.c_out_or_mult * self.k * self.k * self.c_in
         return 2.0 * self.n * oh * ow * self.c_in * self.c_out_or_mult * self.k * self.k
 
@@ -66,11 +68,11 @@ class Case:
 
 
 def _bpi(name, *dims, **kw):
-    return Case(name, "bpi", *dims, **kw)
+    return Case(name, INPUT_GRAD, *dims, **kw)
 
 
 def _dwf(name, *dims, **kw):
-    return Case(name, "dwf", *dims, **kw)
+    return Case(name, DEPTHWISE_FILTER_GRAD, *dims, **kw)
 
 
 CASES = [
@@ -111,7 +113,7 @@ class Result:
 def _data(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
     dtype = DTYPES[case.dtype]
     oh, ow = case.out_hw
-    if case.op == "bpi":
+    if case.op == INPUT_GRAD:
         filt = rng.standard_normal((case.k, case.k, case.c_in, case.c_out_or_mult)).astype(dtype)
         dy = rng.standard_normal((case.n, oh, ow, case.c_out_or_mult)).astype(dtype)
         return {"filter": filt, "dy": dy}
@@ -148,7 +150,7 @@ def convviz_call(case: Case, data: dict[str, np.ndarray], n_threads: int | None,
             return out
         return timed
     dy = _to_layout(case, data["dy"])
-    if case.op == "bpi":
+    if case.op == INPUT_GRAD:
         sizes = [case.n, case.h, case.w, case.c_in] if case.data_format == "NHWC" else [case.n, case.c_in, case.h, case.w]
         filt = data["filter"]
         return lambda: convviz.conv2d_backprop_input(sizes, filt, dy, strides, "SAME", (), case.data_format,
@@ -164,7 +166,7 @@ def tensorflow_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any
 
     strides, dilations = _four(case, case.stride), _four(case, case.dilation)
     dy = tf.constant(_to_layout(case, data["dy"]))
-    if case.op == "bpi":
+    if case.op == INPUT_GRAD:
         sizes = [case.n, case.h, case.w, case.c_in] if case.data_format == "NHWC" else [case.n, case.c_in, case.h, case.w]
         filt = tf.constant(data["filter"])
         return lambda: tf.raw_ops.Conv2DBackpropInput(
@@ -198,7 +200,7 @@ def torch_call(case: Case, data: dict[str, np.ndarray], device: str = "cpu") -> 
     pad = ((case.k - 1) * case.dilation) // 2
     stride, dilation = [case.stride] * 2, [case.dilation] * 2
     dy = tensor(data["dy"])
-    if case.op == "bpi":
+    if case.op == INPUT_GRAD:
         weight = torch.from_numpy(data["filter"].astype(np.float32).transpose(3, 2, 0, 1).copy()).to(where, dtype)
         shape = (case.n, case.c_in, case.h, case.w)
         x_meta = torch.empty(shape, dtype=dtype, device=where)
@@ -258,7 +260,7 @@ def _interleaved_medians(calls: dict[str, Callable[[], Any]], min_seconds: float
 
 def _extra_memory(case: Case, data: dict[str, np.ndarray], threads: int) -> tuple[int, int]:
     """(convviz's peak bytes beyond inputs and output, output bytes) for one call."""
-    from convviz import _depthwise_filter_grad, _input_grad
+    from convviz.ops import BY_NAME
 
     call = convviz_call(case, data, threads)
     call()
@@ -267,8 +269,7 @@ def _extra_memory(case: Case, data: dict[str, np.ndarray], threads: int) -> tupl
     out = call()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    module = _input_grad if case.op == "bpi" else _depthwise_filter_grad
-    kernel_scratch = module.last_scratch_bytes()
+    kernel_scratch = BY_NAME[case.op].kernel.last_scratch_bytes()
     return max(0, peak - out.nbytes) + kernel_scratch, out.nbytes
 
 

@@ -33,6 +33,25 @@ PADDINGS: tuple[str, ...] = ("SAME", "VALID", "EXPLICIT")
 DATA_FORMATS: tuple[str, ...] = ("NHWC", "NCHW")
 
 
+def explicit_paddings(pads: tuple[int, int, int, int] | list[int], data_format: str = "NHWC") -> list[int]:
+    """TensorFlow's 8-value ``explicit_paddings`` for per-side ``(top, bottom, left, right)``.
+
+    A (before, after) pair per dimension in ``data_format`` order, zero for
+    batch and depth: the one place that list is built.
+
+    Examples
+    --------
+    >>> explicit_paddings((1, 2, 0, 3))
+    [0, 0, 1, 2, 0, 3, 0, 0]
+    >>> explicit_paddings((1, 2, 0, 3), "NCHW")
+    [0, 0, 0, 0, 1, 2, 0, 3]
+    """
+    top, bottom, left, right = (int(p) for p in pads)
+    if data_format == "NCHW":
+        return [0, 0, 0, 0, top, bottom, left, right]
+    return [0, 0, top, bottom, left, right, 0, 0]
+
+
 def effective_kernel_size(kernel_size: int, dilation: int) -> int:
     """Return the extent of a dilated kernel: ``(kernel_size - 1) * dilation + 1``.
 

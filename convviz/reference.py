@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from . import _validate
+from .ops import depthwise_filter_grad as _depthwise_filter_grad
+from .ops import input_grad as _input_grad
 from .geometry import ConvGeometry
 
 __all__ = [
@@ -70,7 +72,7 @@ def conv2d_backprop_input(
            [2., 4., 2.],
            [1., 2., 1.]])
     """
-    call = _validate.validate_conv2d_backprop_input(
+    call = _input_grad.validate(
         input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, 1, op="reference.conv2d_backprop_input",
     )
@@ -102,7 +104,7 @@ def depthwise_conv2d_native_backprop_filter(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = _validate.validate_depthwise_backprop_filter(
+    call = _depthwise_filter_grad.validate(
         input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, 1, op="reference.depthwise_conv2d_native_backprop_filter",
     )
@@ -122,7 +124,7 @@ def _forward_geometry(x: np.ndarray, filter_shape: tuple[int, ...], strides: Any
                       explicit_paddings: Any, data_format: Any, dilations: Any, op: str,
                       depthwise: bool) -> ConvGeometry:
     window = _validate.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-    n, h, w, c = _validate._spatial(x.shape, window)
+    n, h, w, c = _validate.spatial(x.shape, window)
     kh, kw, fi, fo = filter_shape
     if depthwise:
         out_channels, groups = c * fo, c

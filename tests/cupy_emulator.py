@@ -68,15 +68,15 @@ static void cvz_walk(const unsigned* grid, unsigned threads, Body body) {
 #define CVZ_INPUT_GRAD(T) extern "C" void launch_input_grad_##T(const unsigned* g, unsigned b, void** a) { \
     cvz_walk(g, b, [&] { input_grad<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], (CVZ_S(T)*)a[2], \
                                        (const i64*)a[3], *(const i64*)a[4]); }); }
-#define CVZ_FILTER_GRAD(T) \
-    extern "C" void launch_filter_grad_partial_##T(const unsigned* g, unsigned b, void** a) { \
-        cvz_walk(g, b, [&] { filter_grad_partial<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], \
+#define CVZ_DEPTHWISE_FILTER_GRAD(T) \
+    extern "C" void launch_depthwise_filter_grad_partial_##T(const unsigned* g, unsigned b, void** a) { \
+        cvz_walk(g, b, [&] { depthwise_filter_grad_partial<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], \
                                                     (CVZ_C(T)*)a[2], (const i64*)a[3]); }); } \
-    extern "C" void launch_filter_grad_merge_##T(const unsigned* g, unsigned b, void** a) { \
-        cvz_walk(g, b, [&] { filter_grad_merge<T>((const CVZ_C(T)*)a[0], (CVZ_S(T)*)a[1], \
+    extern "C" void launch_depthwise_filter_grad_merge_##T(const unsigned* g, unsigned b, void** a) { \
+        cvz_walk(g, b, [&] { depthwise_filter_grad_merge<T>((const CVZ_C(T)*)a[0], (CVZ_S(T)*)a[1], \
                                                   *(const i64*)a[2], *(const i64*)a[3]); }); }
 CVZ_INPUT_GRAD(0) CVZ_INPUT_GRAD(1) CVZ_INPUT_GRAD(2) CVZ_INPUT_GRAD(3) CVZ_INPUT_GRAD(4)
-CVZ_FILTER_GRAD(0) CVZ_FILTER_GRAD(1) CVZ_FILTER_GRAD(2) CVZ_FILTER_GRAD(3)
+CVZ_DEPTHWISE_FILTER_GRAD(0) CVZ_DEPTHWISE_FILTER_GRAD(1) CVZ_DEPTHWISE_FILTER_GRAD(2) CVZ_DEPTHWISE_FILTER_GRAD(3)
 """
 
 

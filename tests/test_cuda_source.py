@@ -20,14 +20,14 @@ template __global__ void input_grad<1>(const unsigned short*, const unsigned sho
 template __global__ void input_grad<2>(const float*, const float*, float*, const i64*, i64);
 template __global__ void input_grad<3>(const double*, const double*, double*, const i64*, i64);
 template __global__ void input_grad<4>(const unsigned int*, const unsigned int*, unsigned int*, const i64*, i64);
-template __global__ void filter_grad_partial<0>(const __half*, const __half*, float*, const i64*);
-template __global__ void filter_grad_partial<1>(const unsigned short*, const unsigned short*, float*, const i64*);
-template __global__ void filter_grad_partial<2>(const float*, const float*, float*, const i64*);
-template __global__ void filter_grad_partial<3>(const double*, const double*, double*, const i64*);
-template __global__ void filter_grad_merge<0>(const float*, __half*, i64, i64);
-template __global__ void filter_grad_merge<1>(const float*, unsigned short*, i64, i64);
-template __global__ void filter_grad_merge<2>(const float*, float*, i64, i64);
-template __global__ void filter_grad_merge<3>(const double*, double*, i64, i64);
+template __global__ void depthwise_filter_grad_partial<0>(const __half*, const __half*, float*, const i64*);
+template __global__ void depthwise_filter_grad_partial<1>(const unsigned short*, const unsigned short*, float*, const i64*);
+template __global__ void depthwise_filter_grad_partial<2>(const float*, const float*, float*, const i64*);
+template __global__ void depthwise_filter_grad_partial<3>(const double*, const double*, double*, const i64*);
+template __global__ void depthwise_filter_grad_merge<0>(const float*, __half*, i64, i64);
+template __global__ void depthwise_filter_grad_merge<1>(const float*, unsigned short*, i64, i64);
+template __global__ void depthwise_filter_grad_merge<2>(const float*, float*, i64, i64);
+template __global__ void depthwise_filter_grad_merge<3>(const double*, double*, i64, i64);
 """
 
 

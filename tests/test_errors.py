@@ -55,7 +55,9 @@ COMMON_WINDOW_ERRORS = [
     (dict(strides=np.ones(4)), TypeError, ["strides", "integers", "float64"]),
     (dict(dilations=[1, 0, 1, 1]), InvalidArgumentError, ["dilations[1]", "got 0"]),
     (dict(dilations=[1, 1, 1, 2]), InvalidArgumentError, ["dilations", "batch and depth"]),
-    (dict(dilations=[1, 1]), InvalidArgumentError, ["dilations", "4 values"]),
+    (dict(dilations=[1, 1]), None, []),  # the 2-value spatial form, as tf.nn takes it
+    (dict(dilations=[1, 1, 1]), InvalidArgumentError, ["dilations", "4 values", "2 values", "3"]),
+    (dict(dilations=[1, 0]), InvalidArgumentError, ["dilations[1]", "got 0"]),
     (dict(padding="same"), InvalidArgumentError, ["padding", "'same'", "did you mean 'SAME'"]),
     (dict(padding="FULL"), InvalidArgumentError, ["padding", "'FULL'", "EXPLICIT"]),
     (dict(padding=None), TypeError, ["padding", "string", "NoneType"]),
@@ -251,6 +253,32 @@ def test_empty_strides_do_not_abort():
 def test_scalar_filter_is_an_error():
     with pytest.raises(InvalidArgumentError, match="filter must be 4-D"):
         bpi(filter=2.0)
+
+
+def test_two_value_strides_and_dilations_mean_height_and_width():
+    """strides=[sh, sw] and dilations=[dh, dw] are the spatial forms of [1, sh, sw, 1] (NHWC) and [1, 1, sh, sw] (NCHW)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 2, 2, 3))
+    dy = rng.standard_normal((1, 3, 2, 3))
+    long = convviz.conv2d_backprop_input([1, 7, 6, 2], w, dy, [1, 3, 4, 1], "SAME", dilations=[1, 2, 1, 1])
+    short = convviz.conv2d_backprop_input([1, 7, 6, 2], w, dy, [3, 4], "SAME", dilations=[2, 1])
+    np.testing.assert_array_equal(long, short)
+    nchw = convviz.conv2d_backprop_input([1, 2, 7, 6], w, dy.transpose(0, 3, 1, 2), [3, 4], "SAME",
+                                         data_format="NCHW", dilations=[2, 1])
+    np.testing.assert_array_equal(nchw, long.transpose(0, 3, 1, 2))
+    x = rng.standard_normal((1, 7, 6, 2))
+    dyd = rng.standard_normal((1, 3, 2, 2))
+    np.testing.assert_array_equal(
+        convviz.depthwise_conv2d_native_backprop_filter(x, [3, 2, 2, 1], dyd, [1, 3, 4, 1], "SAME"),
+        convviz.depthwise_conv2d_native_backprop_filter(x, [3, 2, 2, 1], dyd, [3, 4], "SAME"))
+
+
+@pytest.mark.parametrize("sizes", [[[1, 5], [5, 2]], [[1, 5, 5, 2]], [1, [5], 5, 2], [np.array([1, 5]), 5]])
+def test_nested_input_sizes_is_a_shape_error_naming_input_sizes(sizes):
+    with pytest.raises(InvalidArgumentError, match="input_sizes must be a flat list of ints"):
+        bpi(input_sizes=sizes)
+    with pytest.raises(InvalidArgumentError, match="filter_sizes must be a flat list of ints"):
+        dwf(filter_sizes=sizes)
 
 
 def test_three_element_input_sizes_is_an_error():

@@ -51,9 +51,8 @@ def no_cupy(monkeypatch):
 def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(devices=1))
     calls = []
-    monkeypatch.setattr(cuda, "conv2d_backprop_input", lambda call: calls.append(("bpi", call)) or "gpu-result")
-    monkeypatch.setattr(cuda, "depthwise_conv2d_native_backprop_filter",
-                        lambda call: calls.append(("dwf", call)) or "gpu-result")
+    for op in ops.OPS:  # every op's GPU launcher records its validated call instead
+        monkeypatch.setattr(op, "run_gpu", lambda call, name=op.name: calls.append((name, call)) or "gpu-result")
     return calls
 
 
@@ -70,13 +69,13 @@ def test_cupy_arrays_go_to_the_gpu_after_the_same_validation(fake_gpu):
     filt, dy = FakeCupyArray(np.ones((3, 3, 2, 4), F32)), FakeCupyArray(np.ones((1, 4, 4, 4), F32))
     assert convviz.conv2d_backprop_input(filter=filt, out_backprop=dy, **ARGS) == "gpu-result"
     kind, call = fake_gpu[-1]
-    assert kind == "bpi" and call.geometry.output_shape == (1, 4, 4, 4) and call.filter is filt
+    assert kind == "conv2d_backprop_input" and call.geometry.output_shape == (1, 4, 4, 4) and call.filter is filt
     with pytest.raises(convviz.InvalidArgumentError, match="out_backprop must have shape"):
         convviz.conv2d_backprop_input(filter=filt, out_backprop=FakeCupyArray(np.ones((1, 3, 3, 4), F32)), **ARGS)
     x = FakeCupyArray(np.ones((1, 4, 4, 2), F32))
     assert convviz.depthwise_conv2d_native_backprop_filter(
         x, [3, 3, 2, 2], dy, [1, 1, 1, 1], "SAME") == "gpu-result"
-    assert fake_gpu[-1][0] == "dwf"
+    assert fake_gpu[-1][0] == "depthwise_conv2d_native_backprop_filter"
 
 
 def test_device_gpu_sends_numpy_inputs_to_the_gpu(fake_gpu):

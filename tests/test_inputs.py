@@ -176,12 +176,12 @@ def test_unequal_strides_and_dilations_in_the_filter_gradient(rng):
 
 def test_repeated_calls_reuse_a_plan_and_still_validate(rng):
     """A repeated call skips validation only when its arguments match a valid call exactly."""
-    from convviz import ops
+    from convviz.ops import _op
 
     filt = rng.standard_normal((3, 3, 2, 4)).astype(F32)
     dy = rng.standard_normal((1, 5, 5, 4)).astype(F32)
     first = convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, 1, 1, 1], "SAME")
-    assert any(key[0] == "bpi" and key[1] == (1, 5, 5, 2) for key in ops._PLANS)
+    assert any(key[0] == "conv2d_backprop_input" and key[1] == (1, 5, 5, 2) for key in _op._PLANS)
     again = convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy * 2, [1, 1, 1, 1], "SAME")
     np.testing.assert_allclose(again, 2 * first, rtol=1e-6)
     # Same shapes, but parameters that must still be refused:
@@ -195,7 +195,8 @@ def test_repeated_calls_reuse_a_plan_and_still_validate(rng):
         convviz.conv2d_backprop_input([1, 5, 5, 2], filt, dy, [1, 1, 1, 1], "SAME", n_threads=0)
     # A converted input (a list) is validated every time and never cached.
     convviz.depthwise_conv2d_native_backprop_filter(dy.tolist(), [3, 3, 4, 1], dy, [1] * 4, "SAME")
-    assert not any(key[0] == "dwf" and key[2] == (1, 5, 5, 4) and key[3] == np.float64 for key in ops._PLANS)
+    assert not any(key[0] == "depthwise_conv2d_native_backprop_filter" and key[1] == (1, 5, 5, 4)
+                   and key[2] == np.float64 for key in _op._PLANS)
 
 
 def test_command_line_version_and_bench(capsys):

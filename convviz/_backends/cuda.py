@@ -1,10 +1,11 @@
-"""GPU backend: the same validated calls, computed by CUDA kernels through CuPy.
+"""GPU backend: what every op's GPU launcher shares.
 
-The kernels (``cuda_kernels.cu``) are compiled by CuPy once per device and cached;
-arrays stay on the device (results are CuPy arrays on the inputs' device), and
-only a small int64 parameter array is uploaded per call.  Semantics and
-determinism match the CPU kernels: one thread per input-gradient element, and a
-two-pass filter-gradient reduction over fixed pixel chunks merged in order.
+The kernels (``cuda_kernels.cu``) are compiled by CuPy once per device and
+cached; each op declares the kernel instantiations it launches
+(:func:`declare_kernels`) and launches them from its own module.  Arrays stay
+on the device (results are CuPy arrays on the inputs' device), and only a small
+int64 parameter array is uploaded per call.  Semantics and determinism match the
+CPU kernels.
 """
 
 from __future__ import annotations
@@ -15,20 +16,25 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import BFLOAT16, FilterGradCall, InputGradCall
+from .._validate import BFLOAT16
+from ..errors import DeviceError
 
 SOURCE = Path(__file__).with_name("cuda_kernels.cu")
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3,
               np.dtype(np.int32): 4}
-# The filter gradient's pixel chunk: fixed, so the sum's grouping never depends on the device;
-# small, so that even a single image gives every SM blocks to run.
-CHUNK_PIXELS = 256
 THREADS = 256
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y; the kernel loops over what does not fit
 
+# Kernel instantiations ("input_grad<2>", ...) the ops launch; compiled together.
+_KERNEL_NAMES: list[str] = []
 
-class DeviceError(RuntimeError):
-    """A GPU was asked for but cannot be used (no CuPy, or no CUDA device)."""
+
+def declare_kernels(*names: str) -> None:
+    """Ask for these template instantiations of ``cuda_kernels.cu`` (called by each op at import)."""
+    for name in names:
+        if name not in _KERNEL_NAMES:
+            _KERNEL_NAMES.append(name)
+    _module.cache_clear()
 
 
 def cupy_module():
@@ -64,15 +70,20 @@ def require_device(op: str):
 def _module(device_id: int):
     """The compiled kernels for one device (NVRTC compile once, then cached by CuPy and here)."""
     cp = cupy_module()
-    names = [f"input_grad<{t}>" for t in range(5)]
-    names += [f"filter_grad_partial<{t}>" for t in range(4)] + [f"filter_grad_merge<{t}>" for t in range(4)]
     with cp.cuda.Device(device_id):
-        module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",), name_expressions=names)
+        module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
+                              name_expressions=list(_KERNEL_NAMES))
         module.compile()
     return module
 
 
-def _device_array(cp, array: Any, dtype: np.dtype):
+def kernel(name: str) -> Any:
+    """The compiled kernel ``name`` for the current device."""
+    cp = cupy_module()
+    return _module(cp.cuda.Device().id).get_function(name)
+
+
+def device_array(cp, array: Any, dtype: np.dtype):
     """The array on the current device (moved there when it is a NumPy array), as the kernel's storage type."""
     if dtype == BFLOAT16:
         if not is_cupy_array(array):
@@ -83,15 +94,15 @@ def _device_array(cp, array: Any, dtype: np.dtype):
     return array if is_cupy_array(array) else cp.asarray(array)
 
 
-def _strides(array: Any) -> list[int]:
+def element_strides(array: Any) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
 
-def _nhwc(array: Any, nchw: bool) -> Any:
+def nhwc(array: Any, nchw: bool) -> Any:
     return array.transpose(0, 2, 3, 1) if nchw else array
 
 
-def _result(cp, shape: tuple[int, ...], dtype: np.dtype):
+def result_array(cp, shape: tuple[int, ...], dtype: np.dtype):
     """Output array and the storage view the kernel writes."""
     if dtype == BFLOAT16:
         try:
@@ -104,62 +115,8 @@ def _result(cp, shape: tuple[int, ...], dtype: np.dtype):
     return out, (out.view(cp.uint32) if dtype == np.int32 else out)
 
 
-def _blocks(total: int) -> int:
+def blocks(total: int) -> int:
     return max(1, min((total + THREADS - 1) // THREADS, 65535 * 8))
-
-
-def conv2d_backprop_input(call: InputGradCall) -> Any:
-    """Run the CUDA input-gradient kernel for a validated call; returns a CuPy array."""
-    cp = require_device("conv2d_backprop_input")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if call.out_backprop.size == 0 or 0 in g.input_shape:
-        return cp.zeros(g.input_shape, dtype=call.dtype)
-    dy = _nhwc(_device_array(cp, call.out_backprop, call.dtype), nchw)
-    w = _device_array(cp, call.filter, call.dtype)
-    out, store = _result(cp, g.input_shape, call.dtype)
-    dx = _nhwc(store, nchw)
-    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
-              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
-              g.rows.pad_before, g.cols.pad_before, *_strides(dy), *_strides(dx), *_strides(w)]
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    total = int(np.prod(g.input_shape))
-    kernel = _module(cp.cuda.Device().id).get_function(f"input_grad<{TYPE_CODES[call.dtype]}>")
-    kernel((_blocks(total),), (THREADS,), (dy, w, dx, p, np.int64(total)))
-    return out
-
-
-def depthwise_conv2d_native_backprop_filter(call: FilterGradCall) -> Any:
-    """Run the CUDA depthwise filter-gradient kernels for a validated call; returns a CuPy array."""
-    cp = require_device("depthwise_conv2d_native_backprop_filter")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if call.out_backprop.size == 0 or call.input.size == 0:
-        return cp.zeros(g.filter_shape, dtype=call.dtype)
-    code = TYPE_CODES[call.dtype]
-    x = _nhwc(_device_array(cp, call.input, call.dtype), nchw)
-    dy = _nhwc(_device_array(cp, call.out_backprop, call.dtype), nchw)
-    out, store = _result(cp, g.filter_shape, call.dtype)
-    taps = g.kernel_hw[0] * g.kernel_hw[1]
-    cm = g.in_channels * g.multiplier
-    pixels = g.batch * g.output_hw[0] * g.output_hw[1]
-    chunks = (pixels + CHUNK_PIXELS - 1) // CHUNK_PIXELS
-    params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
-              *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
-              *_strides(x), *_strides(dy), CHUNK_PIXELS]
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    partial = cp.empty((chunks, taps, cm), dtype=cp.float64 if call.dtype == np.float64 else cp.float32)
-    module = _module(cp.cuda.Device().id)
-    # A block covers at most THREADS channels, and no more warps than the channels need.
-    threads = min(THREADS, (cm + 31) // 32 * 32)
-    pairs = taps * ((cm + threads - 1) // threads)
-    module.get_function(f"filter_grad_partial<{code}>")(
-        (chunks, min(pairs, MAX_GRID_Y)), (threads,), (x, dy, partial, p))
-    per_chunk = taps * cm
-    module.get_function(f"filter_grad_merge<{code}>")(
-        ((per_chunk + THREADS - 1) // THREADS,), (THREADS,),
-        (partial, store, np.int64(chunks), np.int64(per_chunk)))
-    return out
 
 
 def info() -> dict[str, Any]:

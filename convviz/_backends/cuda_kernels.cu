@@ -117,7 +117,7 @@ __global__ void input_grad(const typename IO<TYPE>::storage* dy, const typename 
 // pixels into partial[chunk][tap][q].  Chunks are small and fixed so that many
 // blocks run at once and the grouping of the sum never depends on the device.
 template <int TYPE>
-__global__ void filter_grad_partial(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
+__global__ void depthwise_filter_grad_partial(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
                                     typename IO<TYPE>::compute* partial, const i64* p) {
     typedef IO<TYPE> io;
     const i64 N = p[0], H = p[1], W = p[2], C = p[3], M = p[4], OH = p[5], OW = p[6], KH = p[7], KW = p[8];
@@ -158,7 +158,7 @@ __global__ void filter_grad_partial(const typename IO<TYPE>::storage* x, const t
 
 // Pass 2: out[tap][q] = sum of partial[chunk][tap][q] over chunks, in chunk order.
 template <int TYPE>
-__global__ void filter_grad_merge(const typename IO<TYPE>::compute* partial, typename IO<TYPE>::storage* out,
+__global__ void depthwise_filter_grad_merge(const typename IO<TYPE>::compute* partial, typename IO<TYPE>::storage* out,
                                   i64 n_chunks, i64 per_chunk) {
     typedef IO<TYPE> io;
     const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from ... import ops as _ops
-from ..._validate import InvalidArgumentError, as_tensor
+from ..._validate import as_tensor
+from ...errors import InvalidArgumentError
+from ...geometry import explicit_paddings
 
 __all__ = ["Conv2DBackpropInput"]
 
@@ -197,10 +199,7 @@ class Conv2DBackpropInput:
         pads = self.pad_list if self.pad_list is not None else (self.pad if self.pad_mode == "pad" else None)
         if pads is None:
             return self.pad_mode.upper(), []
-        top, bottom, left, right = pads
-        if self.data_format == "NCHW":
-            return "EXPLICIT", [0, 0, 0, 0, top, bottom, left, right]
-        return "EXPLICIT", [0, 0, top, bottom, left, right, 0, 0]
+        return "EXPLICIT", explicit_paddings(pads, self.data_format)
 
     def _four(self, pair: tuple[int, int]) -> list[int]:
         return [1, 1, *pair] if self.data_format == "NCHW" else [1, *pair, 1]

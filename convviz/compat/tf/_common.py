@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._validate import InvalidArgumentError
+from ...errors import InvalidArgumentError
 
 # TensorFlow converts Python float lists to float32.
 TF_DEFAULT_FLOAT = np.float32
@@ -20,6 +20,14 @@ def check_bool(value: Any, name: str, op: str) -> None:
 def check_name(name: Any, op: str) -> None:
     if name is not None and not isinstance(name, str):
         raise TypeError(f"{op}: name must be a string or None, got {type(name).__name__}")
+
+
+def check_four(value: Any, name: str, op: str) -> None:
+    """tf.raw_ops take strides and dilations as 4 values only (convviz's own ops also take 2)."""
+    if isinstance(value, (list, tuple, np.ndarray)) and len(value) != 4:
+        raise InvalidArgumentError(
+            f"{op}: {name} must have 4 values (tf.raw_ops takes no 2-value form), got {len(value)}: {list(value)}"
+        )
 
 
 def split_padding(padding: Any, op: str) -> tuple[Any, list[int]]:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import ops
-from ._common import TF_DEFAULT_FLOAT, check_bool, check_name
+from ._common import TF_DEFAULT_FLOAT, check_bool, check_four, check_name
 
 __all__ = ["Conv2DBackpropInput", "DepthwiseConv2dNativeBackpropFilter"]
 
@@ -53,6 +53,8 @@ def Conv2DBackpropInput(
     op = "Conv2DBackpropInput"
     check_bool(use_cudnn_on_gpu, "use_cudnn_on_gpu", op)
     check_name(name, op)
+    check_four(strides, "strides", op)
+    check_four(dilations, "dilations", op)
     return ops.run_conv2d_backprop_input(
         input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, None, op=op, default_float=TF_DEFAULT_FLOAT,
@@ -99,6 +101,8 @@ def DepthwiseConv2dNativeBackpropFilter(
     """
     op = "DepthwiseConv2dNativeBackpropFilter"
     check_name(name, op)
+    check_four(strides, "strides", op)
+    check_four(dilations, "dilations", op)
     return ops.run_depthwise_conv2d_native_backprop_filter(
         input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, None, op=op, default_float=TF_DEFAULT_FLOAT,

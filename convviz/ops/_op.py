@@ -1,0 +1,198 @@
+"""An op as one declarative record, and the one pipeline every op runs through.
+
+A call goes one way: arguments -> the op's validator (a *call*: checked arrays
+and a :class:`~convviz.geometry.ConvGeometry`) -> a backend (the CPU *plan*, or
+the GPU launcher) -> the result.  The record says what differs between ops; the
+pipeline, the compat namespaces, the tests and the benchmark iterate over
+:data:`convviz.ops.OPS` instead of naming ops one by one.
+
+A call whose arguments match an earlier valid call exactly -- same array shapes
+and dtypes, same parameters given as plain ints and strings -- validates to the
+same geometry, so its CPU plan is reused and validation skipped.  Anything else
+(lists, floats, bools, other array types) takes the full path.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from .._backends import cuda
+from .._threads import MAX_THREADS, default_threads
+from ..errors import InvalidArgumentError
+from ..geometry import ConvGeometry
+
+__all__ = ["Op", "select_device"]
+
+# The TensorFlow window arguments every op takes after its own, in this order.
+WINDOW_ARGS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
+
+
+class Call(Protocol):
+    """What a validator returns: the checked arrays (as attributes named like the op's
+    tensor arguments), the geometry, the dtype and the thread count."""
+
+    geometry: ConvGeometry
+    dtype: np.dtype
+    n_threads: int
+
+
+class Plan(Protocol):
+    """What a CPU plan offers: run the kernel on the op's tensors (in argument order)."""
+
+    def run(self, *arrays_then_threads: Any) -> np.ndarray: ...
+
+
+@dataclass(eq=False)  # not frozen only so that tests can stand in a fake backend
+class Op:
+    """One op: everything the pipeline, the backends, the tests and the benchmark need.
+
+    Attributes
+    ----------
+    name : str
+        Public name (``convviz.<name>``, ``convviz.reference.<name>``).
+    tf_name : str
+        The TensorFlow raw op with the same semantics.
+    args : tuple of str
+        The op's own leading arguments, in TensorFlow's order (then come the
+        window arguments ``strides, padding, explicit_paddings, data_format,
+        dilations``).
+    tensors : tuple of str
+        Which of ``args`` are arrays (the others are shape lists).
+    result : str
+        What the op returns, in words ("input gradient", ...).
+    dtypes : tuple of numpy.dtype
+        The dtypes it accepts.
+    validate : callable
+        ``validate(*args, *window, n_threads, op=, default_float=, on_gpu=)`` ->
+        a call (raises InvalidArgumentError / TypeError before any allocation).
+    plan : callable
+        ``plan(call)`` -> a CPU plan whose ``run(*tensors, n_threads)`` computes.
+    run_gpu : callable
+        ``run_gpu(call)`` -> a CuPy array.
+    flops : callable
+        ``flops(geometry)``: the multiply-adds times two, for the benchmark.
+    kernel : module
+        The compiled CPU kernel module (its ``last_scratch_bytes()`` tells the
+        benchmark the scratch memory of the calling thread's last call).
+    """
+
+    name: str
+    tf_name: str
+    args: tuple[str, ...]
+    tensors: tuple[str, ...]
+    result: str
+    dtypes: tuple[np.dtype, ...]
+    validate: Callable[..., Any]
+    plan: Callable[[Any], Any]
+    run_gpu: Callable[[Any], Any]
+    flops: Callable[[ConvGeometry], float]
+    kernel: Any
+
+    @property
+    def reference(self) -> Callable[..., np.ndarray]:
+        """The float64 NumPy reference (``convviz.reference.<name>``), same arguments."""
+        return getattr(importlib.import_module("convviz.reference"), self.name)
+
+    @property
+    def tensor_positions(self) -> tuple[int, ...]:
+        return tuple(self.args.index(name) for name in self.tensors)
+
+    def run(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
+            device: Any = None) -> Any:
+        """Validate and run: ``args`` are the op's arguments, the five window
+        arguments and ``n_threads``, all positional.  ``op`` names the caller in
+        error messages (compat namespaces pass TensorFlow's or MindSpore's op
+        name); ``default_float`` is the dtype Python float lists become."""
+        caller = self.name if op is None else op
+        *given, n_threads = args
+        tensors = [given[i] for i in self.tensor_positions]
+        if device is not None or any(type(t) is not np.ndarray for t in tensors):
+            if select_device(caller, device, *tensors) == "gpu":
+                call = self.validate(*given, n_threads, op=caller, default_float=default_float, on_gpu=True)
+                return self.run_gpu(call)
+        key = _plan_key(self, given, n_threads)
+        plan = _PLANS.get(key) if key is not None else None
+        if plan is not None:
+            return plan.run(*tensors, default_threads() if n_threads is None else n_threads)
+        call = self.validate(*given, n_threads, op=caller, default_float=default_float)
+        plan = self.plan(call)
+        checked = [getattr(call, name) for name in self.tensors]
+        if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
+            _remember(key, plan)
+        return plan.run(*checked, call.n_threads)
+
+
+# -- the plan cache -----------------------------------------------------------------
+_PLANS: dict[tuple, Any] = {}
+_MAX_PLANS = 512
+
+
+def _int_tuple(value: Any) -> tuple | None:
+    if type(value) is tuple or type(value) is list:
+        for v in value:
+            if type(v) is not int:
+                return None
+        return tuple(value)
+    return None
+
+
+def _plan_key(op: Op, given: list[Any], n_threads: Any) -> tuple | None:
+    """A hashable key when every argument is a plain array, str or int list; else None."""
+    if not (n_threads is None or (type(n_threads) is int and 1 <= n_threads <= MAX_THREADS)):
+        return None
+    key: list[Any] = [op.name]
+    positions = op.tensor_positions
+    for i, value in enumerate(given):
+        if i in positions:
+            if type(value) is not np.ndarray:
+                return None
+            key += [value.shape, value.dtype]
+        elif type(value) is str:
+            key.append(value)
+        elif value is None and i == len(op.args) + 2:  # explicit_paddings=None means none
+            key.append(())
+        else:
+            ints = _int_tuple(value)
+            if ints is None:
+                return None
+            key.append(ints)
+    return tuple(key)
+
+
+def _remember(key: tuple | None, plan: Any) -> None:
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+
+
+# -- where to compute ---------------------------------------------------------------
+def select_device(op: str, device: Any, *tensors: Any) -> str:
+    """"cpu" or "gpu" for these tensors and the ``device`` argument (see the ops' docs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz.ops import select_device
+    >>> select_device("conv2d_backprop_input", None, np.ones(2))
+    'cpu'
+    """
+    if device is not None and device not in ("cpu", "gpu", "cuda"):
+        raise InvalidArgumentError(f"{op}: device must be None, 'cpu' or 'gpu', got {device!r}")
+    on_gpu = [cuda.is_cupy_array(t) for t in tensors]
+    arrays = [hasattr(t, "shape") and hasattr(t, "dtype") for t in tensors]
+    if any(on_gpu) and any(a and not g for a, g in zip(arrays, on_gpu)):
+        raise TypeError(f"{op}: some arrays are CuPy (GPU) arrays and some are not; put them all on the same "
+                        "device (cupy.asarray / cupy.asnumpy)")
+    if device == "cpu" and any(on_gpu):
+        raise TypeError(f"{op}: device='cpu' was asked for, but the arrays are CuPy (GPU) arrays; "
+                        "use device='gpu' (or None), or cupy.asnumpy them")
+    if device in ("gpu", "cuda") or any(on_gpu):
+        cuda.require_device(op)
+        return "gpu"
+    return "cpu"

@@ -1,0 +1,276 @@
+"""The depthwise filter gradient (TensorFlow ``DepthwiseConv2dNativeBackpropFilter``), as one unit.
+
+Here: the public function and its documentation, the validator, the CPU plan
+around the Cython kernel ``_depthwise_filter_grad`` (C++ in
+``_ext/depthwise_filter_grad.hpp``), the GPU launcher and the
+:class:`~convviz.ops._op.Op` record.  The float64 reference is
+:func:`convviz.reference.depthwise_conv2d_native_backprop_filter`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from .._backends import cpu, cuda
+from ..errors import InvalidArgumentError
+from ..geometry import ConvGeometry
+from ._docs import fill_doc
+from ._op import Op
+
+try:
+    from . import _depthwise_filter_grad as kernel
+except ImportError:  # TODO: until the kernel moves beside this module
+    from .. import _depthwise_filter_grad as kernel  # type: ignore[no-redef]
+
+__all__ = ["depthwise_conv2d_native_backprop_filter"]
+
+DTYPES = v.FLOAT_DTYPES
+
+# Partial sums: about ROWS_PER_BLOCK rows of out_backprop per block (fewer
+# blocks re-read fewer input rows at block edges), at most MAX_REDUCTION_BLOCKS
+# blocks and REDUCTION_BUDGET_BYTES for all of them.  All constants, never the
+# thread count, so the summation order (and every bit of the result) does not
+# depend on threads.
+ROWS_PER_BLOCK = 16
+MAX_REDUCTION_BLOCKS = 64
+REDUCTION_BUDGET_BYTES = 8 * 2**20
+# The GPU's pixel chunk: fixed, so the sum's grouping never depends on the
+# device; small, so that even a single image gives every SM blocks to run.
+GPU_CHUNK_PIXELS = 256
+
+
+@dataclass(frozen=True)
+class Call:
+    """A validated depthwise_conv2d_native_backprop_filter call."""
+
+    geometry: ConvGeometry
+    input: np.ndarray
+    out_backprop: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+def validate(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
+    on_gpu: bool = False,
+) -> Call:
+    """Check every argument (see :func:`depthwise_conv2d_native_backprop_filter`); build the geometry."""
+    input, out_backprop, dtype = v.tensor_pair(input, "input", out_backprop, op, DTYPES, default_float)
+    sizes = v.as_int_list(filter_sizes, "filter_sizes", op)
+    threads = v.resolve_n_threads(n_threads, op)
+    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    v.check_rank4(input, "input", op, window.data_format)
+    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
+    if len(sizes) != 4:
+        raise InvalidArgumentError(
+            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels, "
+            f"channel_multiplier], got {len(sizes)}: {list(sizes)}"
+        )
+    v.check_range(sizes, "filter_sizes", op, low=1)
+    kernel_h, kernel_w, filter_channels, multiplier = sizes
+    batch, height, width, channels = v.spatial(input.shape, window)
+    if filter_channels != channels:
+        raise InvalidArgumentError(
+            f"{op}: filter_sizes[2] must equal the input depth ({channels}), got {filter_channels}"
+        )
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=channels,
+        out_channels=channels * multiplier, kernel_hw=(kernel_h, kernel_w),
+        strides=window.strides, dilations=window.dilations, padding=window.padding,
+        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
+    )
+    v.check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
+    v.check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
+    return Call(geometry, input, out_backprop, dtype, threads)
+
+
+def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
+    """How many blocks the reduction uses (independent of threads)."""
+    rows = geometry.batch * geometry.rows.output_size
+    filter_size = int(np.prod(geometry.filter_shape))
+    by_budget = max(1, REDUCTION_BUDGET_BYTES // max(1, filter_size * itemsize))
+    return max(1, min(rows // ROWS_PER_BLOCK, MAX_REDUCTION_BLOCKS, by_budget))
+
+
+class Plan:
+    """Everything the CPU kernel needs, per geometry and dtype (see ``convviz.ops._op``)."""
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "col_ranges", "ints", "n_blocks")
+
+    def __init__(self, call: Call) -> None:
+        g = call.geometry
+        self.shape = g.filter_shape
+        self.dtype = call.dtype
+        self.empty = call.out_backprop.size == 0 or call.input.size == 0
+        self.nchw = g.data_format == "NCHW"
+        self.code = cpu.TYPE_CODES[call.dtype]
+        self.f64 = call.dtype == np.float64
+        self.col_ranges = cpu.tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before)
+        self.n_blocks = reduction_blocks(g, 8 if self.f64 else 4)
+
+    def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
+        result = np.empty(self.shape, dtype=self.dtype)
+        x, dy = cpu.kernel_view(x), cpu.kernel_view(out_backprop)
+        if self.nchw:
+            x, dy = x.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
+        code = self.code
+        kernel.depthwise_filter_grad(
+            x, code, dy, code, result, code, self.col_ranges, *self.ints, self.n_blocks,
+            n_threads, cpu.isa_code(), self.f64, cpu.MIN_PARALLEL_WORK)
+        return result
+
+
+cuda.declare_kernels(*(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
+                     *(f"depthwise_filter_grad_merge<{t}>" for t in range(4)))
+
+
+def run_on_gpu(call: Call) -> Any:
+    """Run the two CUDA passes (fixed pixel chunks, then their sum in chunk order); returns a CuPy array."""
+    cp = cuda.require_device("depthwise_conv2d_native_backprop_filter")
+    g = call.geometry
+    nchw = g.data_format == "NCHW"
+    if call.out_backprop.size == 0 or call.input.size == 0:
+        return cp.zeros(g.filter_shape, dtype=call.dtype)
+    code = cuda.TYPE_CODES[call.dtype]
+    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
+    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
+    out, store = cuda.result_array(cp, g.filter_shape, call.dtype)
+    taps = g.kernel_hw[0] * g.kernel_hw[1]
+    cm = g.in_channels * g.multiplier
+    pixels = g.batch * g.output_hw[0] * g.output_hw[1]
+    chunks = (pixels + GPU_CHUNK_PIXELS - 1) // GPU_CHUNK_PIXELS
+    params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
+              *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
+              *cuda.element_strides(x), *cuda.element_strides(dy), GPU_CHUNK_PIXELS]
+    p = cp.asarray(np.array(params, dtype=np.int64))
+    partial = cp.empty((chunks, taps, cm), dtype=cp.float64 if call.dtype == np.float64 else cp.float32)
+    # A block covers at most THREADS channels, and no more warps than the channels need.
+    threads = min(cuda.THREADS, (cm + 31) // 32 * 32)
+    pairs = taps * ((cm + threads - 1) // threads)
+    cuda.kernel(f"depthwise_filter_grad_partial<{code}>")(
+        (chunks, min(pairs, cuda.MAX_GRID_Y)), (threads,), (x, dy, partial, p))
+    per_chunk = taps * cm
+    cuda.kernel(f"depthwise_filter_grad_merge<{code}>")(
+        ((per_chunk + cuda.THREADS - 1) // cuda.THREADS,), (cuda.THREADS,),
+        (partial, store, np.int64(chunks), np.int64(per_chunk)))
+    return out
+
+
+def flops(g: ConvGeometry) -> float:
+    """``2 * N * OH * OW * C * M * KH * KW``."""
+    oh, ow = g.output_hw
+    kh, kw = g.kernel_hw
+    return 2.0 * g.batch * oh * ow * g.in_channels * g.multiplier * kh * kw
+
+
+OP = Op(
+    name="depthwise_conv2d_native_backprop_filter",
+    tf_name="DepthwiseConv2dNativeBackpropFilter",
+    args=("input", "filter_sizes", "out_backprop"),
+    tensors=("input", "out_backprop"),
+    result="depthwise filter gradient",
+    dtypes=DTYPES,
+    validate=validate,
+    plan=Plan,
+    run_gpu=run_on_gpu,
+    flops=flops,
+    kernel=kernel,
+)
+
+
+@fill_doc
+def depthwise_conv2d_native_backprop_filter(
+    input: Any,
+    filter_sizes: Sequence[int] | np.ndarray,
+    out_backprop: Any,
+    strides: Sequence[int],
+    padding: str,
+    explicit_paddings: Sequence[int] = (),
+    data_format: str = "NHWC",
+    dilations: Sequence[int] = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+    device: str | None = None,
+) -> Any:
+    """Gradient of depthwise conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
+
+    For ``y = depthwise_conv2d(input, filter)`` with filter
+    ``[KH, KW, C, multiplier]`` (output channel ``c * multiplier + m``), returns
+    ``dL/dfilter`` given ``out_backprop = dL/dy``: for each tap, the sum over every
+    output cell of the input cell that tap read times the output gradient.
+    Unlike TensorFlow's CPU kernel this honours ``dilations`` (TensorFlow ignores
+    them there and returns wrong values with SAME padding) and accepts unequal
+    row and column strides.
+
+    Parameters
+    ----------
+    input : array_like
+        The convolution's input, 4-D in ``data_format`` order; float16,
+        bfloat16, float32 or float64.
+    filter_sizes : sequence of 4 ints
+        ``[filter_height, filter_width, in_channels, channel_multiplier]``, all
+        at least 1; ``in_channels`` must equal the input depth.
+    out_backprop : array_like
+        Gradient with respect to the output, 4-D in ``data_format`` order with
+        ``in_channels * channel_multiplier`` channels; same dtype as ``input``.
+    %(strides)s
+    %(padding)s
+    %(explicit_paddings)s
+    %(data_format)s
+    %(dilations)s
+    %(n_threads)s
+        Partial sums are merged in a fixed order.
+    %(device)s
+
+    Returns
+    -------
+    numpy.ndarray
+        The filter gradient, shape ``filter_sizes``, dtype of ``input``.  Half
+        types are accumulated in float32 and rounded once.
+
+    Raises
+    ------
+    %(raises)s
+
+    See Also
+    --------
+    conv2d_backprop_input
+    convviz.reference.depthwise_conv2d_native_backprop_filter
+
+    Notes
+    -----
+    ``dW[kh, kw, c, m] = sum over n, oh, ow of
+    input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * dy[n, oh, ow, c*M + m]``,
+    where taps that land in the padding contribute nothing.
+
+    %(nonfinite)s
+
+    Examples
+    --------
+    With an all-ones input and out_backprop, each tap's gradient counts the
+    output cells whose window puts that tap on a real (non-padding) pixel:
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> dw = convviz.depthwise_conv2d_native_backprop_filter(
+    ...     np.ones((1, 4, 4, 1)), [3, 3, 1, 1], np.ones((1, 4, 4, 1)),
+    ...     strides=[1, 1], padding="SAME")
+    >>> dw[:, :, 0, 0]
+    array([[ 9., 12.,  9.],
+           [12., 16., 12.],
+           [ 9., 12.,  9.]])
+    """
+    return OP.run(input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+                  data_format, dilations, n_threads, device=device)

@@ -1,0 +1,291 @@
+"""The conv2d input gradient (TensorFlow ``Conv2DBackpropInput``), as one unit.
+
+Here: the public function and its documentation, the validator (arguments ->
+a :class:`Call`), the CPU plan around the Cython kernel ``_input_grad`` (C++ in
+``_ext/input_grad.hpp``), the GPU launcher, and the :class:`~convviz.ops._op.Op`
+record that ties them together.  The float64 reference is
+:func:`convviz.reference.conv2d_backprop_input`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from .._backends import cpu, cuda
+from ..errors import InvalidArgumentError
+from ..geometry import ConvGeometry
+try:
+    from . import _input_grad as kernel
+except ImportError:  # TODO: until the kernel moves beside this module
+    from .. import _input_grad as kernel  # type: ignore[no-redef]
+from ._docs import fill_doc
+from ._op import Op
+
+__all__ = ["conv2d_backprop_input"]
+
+DTYPES = v.FLOAT_AND_INT32_DTYPES
+
+
+@dataclass(frozen=True)
+class Call:
+    """A validated conv2d_backprop_input call."""
+
+    geometry: ConvGeometry
+    filter: np.ndarray
+    out_backprop: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+def validate(
+    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    op: str = "conv2d_backprop_input", default_float: Any = np.float64, on_gpu: bool = False,
+) -> Call:
+    """Check every argument (see :func:`conv2d_backprop_input`); build the geometry."""
+    # Types first, then values: a dtype error is more fundamental than a shape one.
+    filter, out_backprop, dtype = v.tensor_pair(filter, "filter", out_backprop, op, DTYPES, default_float)
+    sizes = v.as_int_list(input_sizes, "input_sizes", op)
+    threads = v.resolve_n_threads(n_threads, op)
+    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
+    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
+    if len(sizes) not in (2, 4):
+        raise InvalidArgumentError(
+            f"{op}: input_sizes must have 4 values ({window.data_format}) or 2 values "
+            f"([height, width]), got {len(sizes)}: {list(sizes)}"
+        )
+    v.check_range(sizes, "input_sizes", op, low=0)
+    kernel_h, kernel_w, filter_depth, out_channels = filter.shape
+    if min(filter.shape) < 1:
+        raise InvalidArgumentError(
+            f"{op}: filter must not be empty (every dimension at least 1), got shape {filter.shape}"
+        )
+    if len(sizes) == 4:
+        batch, height, width, in_channels = v.spatial(sizes, window)
+    else:
+        height, width = sizes
+        batch, in_channels = out_backprop.shape[0], filter_depth
+    if in_channels < 1 or in_channels % filter_depth:
+        raise InvalidArgumentError(
+            f"{op}: input depth ({in_channels}, from input_sizes) must be a positive multiple "
+            f"of the filter's in-depth (filter.shape[2] = {filter_depth})"
+        )
+    groups = in_channels // filter_depth
+    if out_channels % groups:
+        raise InvalidArgumentError(
+            f"{op}: filter out-depth (filter.shape[3] = {out_channels}) must be a multiple of "
+            f"the number of groups ({groups} = input depth {in_channels} / filter in-depth {filter_depth})"
+        )
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=in_channels,
+        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
+        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
+        groups=groups, data_format=window.data_format,
+    )
+    v.check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
+    v.check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op, on_gpu)
+    return Call(geometry, filter, out_backprop, dtype, threads)
+
+
+class Plan:
+    """Everything the CPU kernel needs that depends only on the geometry and dtype.
+
+    Built once per distinct call signature (see ``convviz.ops._op``); ``run``
+    then only allocates the result and calls the kernel.
+    """
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints", "work")
+
+    def __init__(self, call: Call) -> None:
+        g = call.geometry
+        self.shape = g.input_shape
+        self.dtype = call.dtype
+        self.empty = call.out_backprop.size == 0 or 0 in g.input_shape
+        self.nchw = g.data_format == "NCHW"
+        self.int32 = call.dtype == np.int32
+        self.code = cpu.TYPE_CODES.get(call.dtype, -1)
+        self.f64 = call.dtype == np.float64
+        self.col_ranges = cpu.tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before, g.groups)
+
+    def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
+        result = np.empty(self.shape, dtype=self.dtype)
+        nchw = self.nchw
+        if self.int32:
+            # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
+            dy = out_backprop.view(np.uint32)
+            out = result.view(np.uint32)
+            kernel.input_grad_int32(
+                dy.transpose(0, 2, 3, 1) if nchw else dy,
+                np.ascontiguousarray(filt.view(np.uint32).transpose(0, 1, 3, 2)),
+                out.transpose(0, 2, 3, 1) if nchw else out,
+                self.col_ranges, *self.ints, n_threads)  # TODO(A): cpu.MIN_PARALLEL_WORK
+            return result
+        dy = cpu.kernel_view(out_backprop)
+        code = self.code
+        kernel.input_grad(
+            dy.transpose(0, 2, 3, 1) if nchw else dy, code, cpu.kernel_view(filt), code,
+            result.transpose(0, 2, 3, 1) if nchw else result, code,
+            *self.ints, n_threads, cpu.isa_code(), self.f64, cpu.MIN_PARALLEL_WORK)
+        return result
+
+
+cuda.declare_kernels(*(f"input_grad<{t}>" for t in range(5)))
+
+
+def run_on_gpu(call: Call) -> Any:
+    """Run the CUDA kernel (one thread per input-gradient element); returns a CuPy array."""
+    cp = cuda.require_device("conv2d_backprop_input")
+    g = call.geometry
+    nchw = g.data_format == "NCHW"
+    if call.out_backprop.size == 0 or 0 in g.input_shape:
+        return cp.zeros(g.input_shape, dtype=call.dtype)
+    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
+    w = cuda.device_array(cp, call.filter, call.dtype)
+    out, store = cuda.result_array(cp, g.input_shape, call.dtype)
+    dx = cuda.nhwc(store, nchw)
+    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
+              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
+              g.rows.pad_before, g.cols.pad_before, *cuda.element_strides(dy), *cuda.element_strides(dx),
+              *cuda.element_strides(w)]
+    p = cp.asarray(np.array(params, dtype=np.int64))
+    total = int(np.prod(g.input_shape))
+    cuda.kernel(f"input_grad<{cuda.TYPE_CODES[call.dtype]}>")(
+        (cuda.blocks(total),), (cuda.THREADS,), (dy, w, dx, p, np.int64(total)))
+    return out
+
+
+def flops(g: ConvGeometry) -> float:
+    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
+    oh, ow = g.output_hw
+    kh, kw = g.kernel_hw
+    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
+
+
+OP = Op(
+    name="conv2d_backprop_input",
+    tf_name="Conv2DBackpropInput",
+    args=("input_sizes", "filter", "out_backprop"),
+    tensors=("filter", "out_backprop"),
+    result="input gradient",
+    dtypes=DTYPES,
+    validate=validate,
+    plan=Plan,
+    run_gpu=run_on_gpu,
+    flops=flops,
+    kernel=kernel,
+)
+
+
+@fill_doc
+def conv2d_backprop_input(
+    input_sizes: Sequence[int] | np.ndarray,
+    filter: Any,
+    out_backprop: Any,
+    strides: Sequence[int],
+    padding: str,
+    explicit_paddings: Sequence[int] = (),
+    data_format: str = "NHWC",
+    dilations: Sequence[int] = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+    device: str | None = None,
+) -> Any:
+    """Gradient of conv2d with respect to its input (TensorFlow ``Conv2DBackpropInput``).
+
+    Computes ``dL/dx`` for ``y = conv2d(x, filter)`` given ``out_backprop = dL/dy``:
+    every output-gradient cell is scattered back, through each filter tap, to the
+    input cell that tap read.  Semantics are TensorFlow's, exactly, for every
+    padding, layout, stride, dilation, group count and dtype; where TensorFlow's
+    CPU kernel refuses a case (float64 dilation, grouped float64, NCHW) or gets it
+    wrong, this returns the exact gradient.
+
+    Parameters
+    ----------
+    input_sizes : sequence of int
+        Shape of the convolution's input: 4 values in ``data_format`` order, or 2
+        values ``[height, width]`` (batch then comes from ``out_backprop``, depth
+        from ``filter.shape[2]``).
+    filter : array_like
+        ``[filter_height, filter_width, in_channels / groups, out_channels]``
+        (HWIO).  dtype float16, bfloat16 (``ml_dtypes.bfloat16``), float32,
+        float64 or int32.  The input depth may be any multiple of
+        ``filter.shape[2]``: that is a grouped convolution.
+    out_backprop : array_like
+        Gradient with respect to the convolution's output, 4-D in
+        ``data_format`` order; same dtype as ``filter``.  Its shape must equal the
+        forward output shape the other arguments imply.
+    %(strides)s
+    %(padding)s
+    %(explicit_paddings)s
+    %(data_format)s
+    %(dilations)s
+    %(n_threads)s
+    %(device)s
+
+    Returns
+    -------
+    numpy.ndarray
+        The input gradient, shape ``input_sizes`` (in ``data_format`` order),
+        dtype of ``filter``.  Half types are accumulated in float32 and rounded
+        once; int32 wraps modulo 2**32 as TensorFlow's does.
+
+    Raises
+    ------
+    %(raises)s
+
+    See Also
+    --------
+    depthwise_conv2d_native_backprop_filter
+    convviz.geometry.ConvGeometry : the arithmetic behind the shapes.
+    convviz.reference.conv2d_backprop_input : the float64 NumPy reference.
+
+    Notes
+    -----
+    Output cell ``o`` and tap ``k`` read input cell
+    ``i = o * stride - pad_before + k * dilation``, so
+
+    ``dx[n, i, j, c] = sum dy[n, oh, ow, co] * filter[kh, kw, c', co]``
+
+    over every ``(oh, kh)`` with ``oh * stride_h - pad_top + kh * dilation_h == i``
+    (likewise for columns) and every ``co`` in ``c``'s group.  Input rows that no
+    window reads (when ``(in + pads - eff) % stride != 0``) get exactly zero.
+
+    %(nonfinite)s
+
+    Examples
+    --------
+    A 3x3 all-ones filter, stride 2, VALID: each output-gradient cell adds 1 to
+    the nine input cells under its window, so the overlaps show as 2s and 4s.
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> dx = convviz.conv2d_backprop_input(
+    ...     [1, 5, 5, 1], np.ones((3, 3, 1, 1), np.float32),
+    ...     np.ones((1, 2, 2, 1), np.float32), strides=[1, 2, 2, 1], padding="VALID")
+    >>> dx[0, :, :, 0]
+    array([[1., 1., 2., 1., 1.],
+           [1., 1., 2., 1., 1.],
+           [2., 2., 4., 2., 2.],
+           [1., 1., 2., 1., 1.],
+           [1., 1., 2., 1., 1.]], dtype=float32)
+
+    The same in NCHW, with 2-value ``input_sizes`` and ``strides``:
+
+    >>> convviz.conv2d_backprop_input(
+    ...     [5, 5], np.ones((3, 3, 1, 1)), np.ones((1, 1, 2, 2)),
+    ...     strides=[2, 2], padding="VALID", data_format="NCHW").shape
+    (1, 1, 5, 5)
+    """
+    return OP.run(input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+                  data_format, dilations, n_threads, device=device)
