@@ -1,5 +1,12 @@
 """Build the convviz Cython kernels.
 
+Each op's kernel module sits beside its Python wrapper (``convviz/ops/``); the
+portable C++ kernel library it links lives in ``_ext/`` (headers, one .cpp per
+op, and the shared .pxd files on Cython's include path).  The project's own C++
+(``_ext/*.cpp``) is compiled with warnings as errors (``-Wall -Wextra -Werror``;
+set ``CONVVIZ_WERROR=0`` to relax that with a compiler newer than the code);
+the Cython-generated C++ keeps the normal flags.
+
 OpenMP is probed at build time: when the compiler can build and link a small
 OpenMP program, the kernels are compiled with ``-fopenmp`` and run their
 ``prange`` loops in parallel with the GIL released.  Otherwise the build goes on
@@ -9,6 +16,7 @@ build is installed.  Set ``CONVVIZ_DISABLE_OPENMP=1`` to force the serial build.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sys
@@ -21,16 +29,26 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+try:
+    from setuptools.modified import newer_group
+except ImportError:  # setuptools < 69
+    from distutils.dep_util import newer_group
+
 EXT_DIR = "_ext"
 
-# One extension module per .pyx file, with explicit dotted names.
+# Extension modules: dotted name -> (Cython source, the project's own C++ from
+# _ext/ that it links).  A new op adds its line here.
 EXTENSIONS = {
-    "convviz._openmp_info": "_openmp_info.pyx",
-    "convviz._input_grad": "_input_grad.pyx",
-    "convviz._depthwise_filter_grad": "_depthwise_filter_grad.pyx",
+    "convviz._openmp_info": ("convviz/_openmp_info.pyx", ["cvz_isa.cpp"]),
+    "convviz.ops._input_grad": ("convviz/ops/_input_grad.pyx", ["conv2d_input_grad.cpp"]),
+    "convviz.ops._depthwise_filter_grad": ("convviz/ops/_depthwise_filter_grad.pyx", ["depthwise_filter_grad.cpp"]),
 }
 
-HEADERS = ["cvz_common.hpp", "cvz_body.hpp", "cvz_kernels.hpp", "_cvz.pxd", "_openmp.pxd"]
+# Where these modules were built before they moved: removed on in-place builds
+# so that no stale copy can be imported.
+STALE = ["convviz/_input_grad", "convviz/_depthwise_filter_grad"]
+
+HEADERS = sorted(glob.glob(os.path.join(EXT_DIR, "*.hpp")) + glob.glob(os.path.join(EXT_DIR, "*.pxd")))
 
 OPENMP_PROBE = textwrap.dedent(
     """
@@ -73,8 +91,17 @@ def _openmp_flags(compiler) -> list[str] | None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-class BuildExtWithOpenMP(build_ext):
-    """build_ext that adds OpenMP flags when the compiler supports them."""
+def _strict_flags(compiler) -> list[str]:
+    """Warning flags for the project's own C++ (_ext/*.cpp)."""
+    werror = os.environ.get("CONVVIZ_WERROR", "1").strip() not in ("0", "")
+    if compiler.compiler_type == "msvc":
+        return ["/W3"]  # not built with /WX here: no MSVC to keep it clean on
+    return ["-Wall", "-Wextra"] + (["-Werror"] if werror else [])
+
+
+class BuildExt(build_ext):
+    """build_ext with OpenMP when the compiler has it, and the project's own
+    C++ compiled on its own with warnings as errors, then linked in."""
 
     def build_extensions(self) -> None:
         flags = _openmp_flags(self.compiler)
@@ -89,25 +116,41 @@ class BuildExtWithOpenMP(build_ext):
         else:
             print(f"convviz: building with OpenMP ({' '.join(flags)})", file=sys.stderr)
         # Portable code: no -march=native.  The kernels carry AVX2 and AVX-512
-        # variants of their own (cvz_kernels.hpp) and pick one at run time.
+        # variants of their own (_ext/cvz_per_isa.hpp) and pick one at run time.
         optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else ["-O3", "-std=c++17"]
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args) + optimise + (flags or [])
             ext.extra_link_args = list(ext.extra_link_args) + (flags or [])
+        if self.inplace or getattr(self, "editable_mode", False):
+            for stem in STALE:
+                for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd"):
+                    print(f"convviz: removing stale {path}", file=sys.stderr)
+                    os.remove(path)
         super().build_extensions()
+
+    def build_extension(self, ext: Extension) -> None:
+        own = [os.path.join(EXT_DIR, source) for source in EXTENSIONS[ext.name][1]]
+        target = self.get_ext_fullpath(ext.name)
+        if self.force or newer_group(list(ext.sources) + list(ext.depends), target, "newer"):
+            objects = self.compiler.compile(
+                own, output_dir=self.build_temp, macros=ext.define_macros, include_dirs=ext.include_dirs,
+                debug=self.debug, extra_postargs=list(ext.extra_compile_args) + _strict_flags(self.compiler),
+                depends=ext.depends)
+            ext.extra_objects = [o for o in ext.extra_objects if o not in objects] + objects
+        super().build_extension(ext)
 
 
 def _extensions() -> list[Extension]:
     modules = [
         Extension(
             name,
-            [os.path.join(EXT_DIR, source)],
+            [pyx],
             language="c++",
             include_dirs=[np.get_include(), EXT_DIR],
-            depends=[os.path.join(EXT_DIR, header) for header in HEADERS],
+            depends=HEADERS + [os.path.join(EXT_DIR, source) for source in own],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         )
-        for name, source in EXTENSIONS.items()
+        for name, (pyx, own) in EXTENSIONS.items()
     ]
     return cythonize(
         modules,
@@ -122,4 +165,4 @@ def _extensions() -> list[Extension]:
     )
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExt})

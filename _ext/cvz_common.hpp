@@ -1,5 +1,5 @@
-// Shared, ISA-independent pieces of the convviz kernels: element types and
-// their exact conversions, aligned scratch memory, argument structs.
+// Shared, ISA-independent pieces of the convviz kernels: portability macros,
+// element types and their exact conversions, aligned scratch memory.
 #pragma once
 
 #include <cmath>
@@ -7,6 +7,27 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#if defined(_MSC_VER)
+#include <malloc.h>
+#endif
+
+// x86 (32 or 64 bit) with the SIMD intrinsics: GCC, clang and MSVC.
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+#define CVZ_X86 1
+#else
+#define CVZ_X86 0
+#endif
+
+// CVZ_UNROLL(n): unroll the next loop n times (GCC and clang spell it
+// differently; MSVC has no such pragma and gets nothing).
+#define CVZ_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define CVZ_UNROLL(n) CVZ_PRAGMA(unroll n)
+#elif defined(__GNUC__)
+#define CVZ_UNROLL(n) CVZ_PRAGMA(GCC unroll n)
+#else
+#define CVZ_UNROLL(n)
+#endif
 
 namespace cvz {
 
@@ -104,16 +125,28 @@ static inline void store_as(void* base, int type, idx i, CT v) {
 }
 
 // ------------------------------------------------------------------ memory
+// 64-byte aligned, zeroed; nullptr when out of memory.  Free with free_aligned.
 static inline void* alloc_zeroed(std::size_t bytes) {
-    void* p = nullptr;
     if (bytes == 0) bytes = 64;
     bytes = (bytes + 63) & ~(std::size_t)63;
+#if defined(_MSC_VER)
+    void* p = _aligned_malloc(bytes, 64);
+    if (p == nullptr) return nullptr;
+#else
+    void* p = nullptr;
     if (posix_memalign(&p, 64, bytes) != 0) return nullptr;
+#endif
     std::memset(p, 0, bytes);
     return p;
 }
 
-static inline void free_aligned(void* p) { std::free(p); }
+static inline void free_aligned(void* p) {
+#if defined(_MSC_VER)
+    _aligned_free(p);
+#else
+    std::free(p);
+#endif
+}
 
 static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
 
@@ -121,37 +154,5 @@ static inline idx floor_div(idx a, idx b) {  // b > 0
     idx q = a / b;
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
-
-// ------------------------------------------------------------------ arguments
-// Input gradient: dx[n, ih, iw, ci] = sum over taps and group output channels.
-// All element strides are in logical NHWC order (the caller permutes NCHW).
-struct InputGradArgs {
-    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
-    idx sh, sw, dh, dw, pt, pl;
-    const void* dy; int dy_type; idx dy_s[4];
-    void* dx; int dx_type; idx dx_s[4];
-    const void* w; int w_type; idx w_s[4];
-    // Filled in by prepare(): padded channel count per group, dy row buffer
-    // window [ow_lo, ow_lo + ow_span), whether tiles store straight into dx,
-    // the packed filter [KH][KW][G][cout_g][cin_g_pad] and per-thread scratch size.
-    idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
-    int direct, dy_direct;
-    void* packed;
-};
-
-// Depthwise filter gradient: dw[kh, kw, c, m] = sum over n, oh, ow.
-struct FilterGradArgs {
-    idx N, H, W, C, M, OH, OW, KH, KW;
-    idx sh, sw, dh, dw, pt, pl;
-    const void* x; int x_type; idx x_s[4];
-    const void* dy; int dy_type; idx dy_s[4];
-    void* out; int out_type;  // [KH][KW][C][M], contiguous
-    idx n_blocks;
-    // Filled in by prepare(): channels C*M padded to the vector width, whether
-    // rows are read in place, per-thread scratch size and the partial sums.
-    idx V, cm, cm_pad, scratch_elems;
-    int direct;
-    void* partial;  // [n_blocks][KH*KW][cm_pad]
-};
 
 }  // namespace cvz

@@ -2,9 +2,10 @@
 """Build and machine facts about the compiled kernels: OpenMP, threads, SIMD."""
 
 from _openmp cimport CONVVIZ_OPENMP_ENABLED, omp_get_max_threads, omp_get_num_procs
-from _cvz cimport cvz_isa_best, cvz_isa_compiled
+from _cvz cimport isa_best, isa_compiled
 from cython.parallel cimport prange, threadid
 
+# Indexed by the kernels' ISA codes (cvz::Isa in _ext/cvz_isa.hpp).
 ISA_NAMES = ("generic", "avx2", "avx512")
 
 
@@ -25,13 +26,13 @@ def num_procs():
 
 def best_isa():
     """Name of the best kernel variant this CPU runs: 'avx512', 'avx2' or 'generic'."""
-    return ISA_NAMES[cvz_isa_best()]
+    return ISA_NAMES[isa_best()]
 
 
 def available_isas():
     """Kernel variants compiled in and supported by this CPU, best first."""
-    best = cvz_isa_best()
-    return tuple(ISA_NAMES[i] for i in range(best, -1, -1) if cvz_isa_compiled(i))
+    best = isa_best()
+    return tuple(ISA_NAMES[i] for i in range(best, -1, -1) if isa_compiled(i))
 
 
 def threads_used(int n_threads):

@@ -10,24 +10,51 @@ The gradient is a sum over every (n, oh, ow).  The rows ``(n, oh)`` are cut into
 thread count); each block sums into its own buffer, and the buffers are then
 added in block order.  No thread ever adds into shared memory, and the grouping
 of the sum is the same for 1 or 64 threads: results are bitwise identical.
+The C++ kernel is ``_ext/depthwise_filter_grad.cpp``.
+
+The kernel function returns the bytes of scratch memory it allocated (partial
+sums, per-thread buffers); ``last_scratch_bytes()`` gives the calling thread's
+most recent value (the benchmark counts it as memory beyond the output).
 """
 
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (cvz_alloc, cvz_filter_grad_block, cvz_filter_grad_merge, cvz_filter_grad_prepare,
-                   cvz_free, element_strides, FilterGradArgs, idx, threads_for)
+from _cvz cimport element_strides, free_aligned, idx, scratch_alloc, threads_for
+
+import threading
 
 cnp.import_array()
 
-# Bytes of kernel scratch the last call allocated (packed filter, per-thread
-# buffers, partial sums): the benchmark reports it as memory beyond the output.
-cdef size_t _last_scratch_bytes = 0
+cdef extern from "depthwise_filter_grad.hpp" namespace "cvz" nogil:
+    cdef struct DepthwiseFilterGradArgs:
+        idx N, H, W, C, M, OH, OW, KH, KW
+        idx sh, sw, dh, dw, pt, pl
+        const void* x
+        int x_type
+        idx x_s[4]
+        const void* dy
+        int dy_type
+        idx dy_s[4]
+        void* out
+        int out_type
+        idx n_blocks
+        idx V, cm, cm_pad, scratch_elems
+        int direct
+        void* partial
+
+    void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64)
+    void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, int isa, int f64, idx block, void* scratch,
+                                     const idx* ow_first, const idx* ow_last)
+    void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end)
+
+# Per thread: concurrent calls must not see each other's numbers.
+_calls = threading.local()
 
 
 def last_scratch_bytes():
-    """Scratch bytes the most recent kernel call of this module allocated."""
-    return _last_scratch_bytes
+    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
+    return getattr(_calls, "scratch_bytes", 0)
 
 
 def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
@@ -38,14 +65,14 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
                           Py_ssize_t pad_top, Py_ssize_t pad_left,
                           Py_ssize_t n_blocks, int n_threads, int isa, bint f64,
                           double min_parallel_work):
-    """Overwrite ``filter_grad`` [KH, KW, C, M] (C-contiguous) with the gradient.
+    """Overwrite ``filter_grad`` [KH, KW, C, M] (C-contiguous) with the gradient; return the scratch bytes used.
 
     ``input`` is [N, H, W, C], ``out_backprop`` [N, OH, OW, C * M], any strides.
     Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects
     float64 arithmetic.  ``col_ranges[kw]`` is the half-open range of output
     columns whose input column through tap ``kw`` is real (from the geometry).
     """
-    cdef FilterGradArgs a
+    cdef DepthwiseFilterGradArgs a
     a.N = input.shape[0]
     a.H = input.shape[1]
     a.W = input.shape[2]
@@ -65,7 +92,8 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     a.out = cnp.PyArray_DATA(filter_grad)
     a.out_type = out_type
     a.n_blocks = n_blocks
-    cvz_filter_grad_prepare(&a, isa, f64)
+    a.partial = NULL
+    depthwise_filter_grad_prepare(&a, isa, f64)
 
     cdef idx kernel_w = a.KW
     cdef idx taps = a.KH * a.KW
@@ -74,33 +102,32 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.C * a.M * a.KH * a.KW
     cdef int threads = threads_for(work, min_parallel_work, n_threads, n_blocks)
     cdef size_t partial_bytes = <size_t>(n_blocks * taps * a.cm_pad) * elem
-    global _last_scratch_bytes
-    _last_scratch_bytes = partial_bytes + scratch_bytes * threads
-    a.partial = cvz_alloc(partial_bytes)
-    cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
-    cdef idx* first = <idx*>cvz_alloc(2 * kernel_w * sizeof(idx))
-    if a.partial == NULL or scratch == NULL or first == NULL:
-        cvz_free(a.partial)
-        cvz_free(scratch)
-        cvz_free(first)
-        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
-    cdef idx* last = first + kernel_w
+    cdef char* scratch = NULL
+    cdef idx* first = NULL
+    cdef idx* last
     cdef idx kw, b, tap
-    for kw in range(kernel_w):
-        first[kw] = col_ranges[kw, 0]
-        last[kw] = col_ranges[kw, 1]
     try:
+        a.partial = scratch_alloc(partial_bytes)
+        scratch = <char*>scratch_alloc(scratch_bytes * threads)
+        first = <idx*>scratch_alloc(2 * kernel_w * sizeof(idx))
+        last = first + kernel_w
+        for kw in range(kernel_w):
+            first[kw] = col_ranges[kw, 0]
+            last[kw] = col_ranges[kw, 1]
         with nogil:
             if threads == 1:
                 for b in range(n_blocks):
-                    cvz_filter_grad_block(&a, isa, f64, b, scratch, first, last)
-                cvz_filter_grad_merge(&a, isa, f64, 0, taps)
+                    depthwise_filter_grad_block(&a, isa, f64, b, scratch, first, last)
+                depthwise_filter_grad_merge(&a, f64, 0, taps)
             else:
                 for b in prange(n_blocks, num_threads=threads, schedule="static"):
-                    cvz_filter_grad_block(&a, isa, f64, b, scratch + threadid() * scratch_bytes, first, last)
+                    depthwise_filter_grad_block(&a, isa, f64, b, scratch + threadid() * scratch_bytes, first, last)
                 for tap in prange(taps, num_threads=threads, schedule="static"):
-                    cvz_filter_grad_merge(&a, isa, f64, tap, tap + 1)
+                    depthwise_filter_grad_merge(&a, f64, tap, tap + 1)
     finally:
-        cvz_free(a.partial)
-        cvz_free(scratch)
-        cvz_free(first)
+        free_aligned(a.partial)
+        free_aligned(scratch)
+        free_aligned(first)
+    used = partial_bytes + scratch_bytes * threads
+    _calls.scratch_bytes = used
+    return used

@@ -5,8 +5,8 @@ Trust their arguments: ``convviz._backends.cpu`` validates everything and builds
 the geometry first.  Arrays arrive in logical NHWC order as (possibly strided)
 views, so one kernel serves both data formats and non-contiguous inputs.
 
-``input_grad`` (float16, bfloat16, float32, float64) runs the SIMD kernels of
-``cvz_kernels.hpp``: work is split over input rows ``(n, ih)``; each row is
+``input_grad`` (float16, bfloat16, float32, float64) runs the SIMD kernel of
+``_ext/conv2d_input_grad.cpp``: work is split over input rows ``(n, ih)``; each row is
 written by exactly one thread, and each element sums its terms in one fixed
 order (taps, then output channels), so results are bitwise identical for any
 thread count.  Half types are read into float32 and rounded once at the end.
@@ -14,25 +14,49 @@ thread count.  Half types are read into float32 and rounded once at the end.
 ``input_grad_int32`` computes int32 data as ``unsigned int``: two's-complement
 multiply-add modulo 2**32 is exactly TensorFlow's wrapping int32 arithmetic,
 without signed-overflow undefined behaviour.
+
+Each kernel function returns the bytes of scratch memory it allocated (packed
+filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
+thread's most recent value (the benchmark counts it as memory beyond the output).
 """
 
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
-from libc.stdint cimport uintptr_t
 
-from _cvz cimport (cvz_alloc, cvz_free, cvz_input_grad_pack, cvz_input_grad_prepare,
-                   cvz_input_grad_row, element_strides, idx, InputGradArgs, threads_for)
+from _cvz cimport element_strides, free_aligned, idx, scratch_alloc, threads_for
+
+import threading
 
 cnp.import_array()
 
-# Bytes of kernel scratch the last call allocated (packed filter, per-thread
-# buffers, partial sums): the benchmark reports it as memory beyond the output.
-cdef size_t _last_scratch_bytes = 0
+cdef extern from "conv2d_input_grad.hpp" namespace "cvz" nogil:
+    cdef struct Conv2dInputGradArgs:
+        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
+        idx sh, sw, dh, dw, pt, pl
+        const void* dy
+        int dy_type
+        idx dy_s[4]
+        void* dx
+        int dx_type
+        idx dx_s[4]
+        const void* w
+        int w_type
+        idx w_s[4]
+        idx V, cin_g_pad, ow_lo, ow_span, scratch_elems
+        int direct, dy_direct, exact_edges
+        void* packed
+
+    void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
+    void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
+    void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch)
+
+# Per thread: concurrent calls must not see each other's numbers.
+_calls = threading.local()
 
 
 def last_scratch_bytes():
-    """Scratch bytes the most recent kernel call of this module allocated."""
-    return _last_scratch_bytes
+    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
+    return getattr(_calls, "scratch_bytes", 0)
 
 
 def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
@@ -40,14 +64,14 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
                int n_threads, int isa, bint f64, double min_parallel_work):
-    """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient.
+    """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 
     ``out_backprop`` is [N, OH, OW, C_out] and ``filter`` HWIO [KH, KW, C_in /
     groups, C_out], any strides (in elements).  The ``*_type`` codes are
     0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64
     arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.
     """
-    cdef InputGradArgs a
+    cdef Conv2dInputGradArgs a
     a.N = in_backprop.shape[0]
     a.H = in_backprop.shape[1]
     a.W = in_backprop.shape[2]
@@ -70,7 +94,8 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     a.w = cnp.PyArray_DATA(filter)
     a.w_type = w_type
     element_strides(filter, a.w_s)
-    cvz_input_grad_prepare(&a, isa, f64)
+    a.packed = NULL
+    conv2d_input_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
@@ -78,27 +103,25 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
     cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem
-    global _last_scratch_bytes
-    _last_scratch_bytes = packed_bytes + scratch_bytes * threads
-    a.packed = cvz_alloc(packed_bytes)
-    cdef char* scratch = <char*>cvz_alloc(scratch_bytes * threads)
-    if a.packed == NULL or scratch == NULL:
-        cvz_free(a.packed)
-        cvz_free(scratch)
-        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    cdef char* scratch = NULL
     cdef idx row
     try:
+        a.packed = scratch_alloc(packed_bytes)
+        scratch = <char*>scratch_alloc(scratch_bytes * threads)
         with nogil:
-            cvz_input_grad_pack(&a, isa, f64)
+            conv2d_input_grad_pack(&a, isa, f64)
             if threads == 1:
                 for row in range(rows):
-                    cvz_input_grad_row(&a, isa, f64, row, scratch)
+                    conv2d_input_grad_row(&a, isa, f64, row, scratch)
             else:
                 for row in prange(rows, num_threads=threads, schedule="static"):
-                    cvz_input_grad_row(&a, isa, f64, row, scratch + threadid() * scratch_bytes)
+                    conv2d_input_grad_row(&a, isa, f64, row, scratch + threadid() * scratch_bytes)
     finally:
-        cvz_free(a.packed)
-        cvz_free(scratch)
+        free_aligned(a.packed)
+        free_aligned(scratch)
+    used = packed_bytes + scratch_bytes * threads
+    _calls.scratch_bytes = used
+    return used
 
 
 # ---------------------------------------------------------------- int32
@@ -159,17 +182,30 @@ def input_grad_int32(
     Py_ssize_t pad_top, Py_ssize_t pad_left,
     Py_ssize_t groups,
     int n_threads,
+    double min_parallel_work=0.0,
 ):
-    """Overwrite ``in_backprop`` (int32 data viewed as uint32) with the input gradient.
+    """Overwrite ``in_backprop`` (int32 data viewed as uint32) with the input gradient; return 0.
 
     ``filter_t`` is the filter transposed to [KH, KW, C_out, C_in / groups];
     ``col_ranges[kw]`` is the half-open range of output columns whose input
-    column through tap ``kw`` is real (``AxisGeometry.output_range``).
+    column through tap ``kw`` is real (``AxisGeometry.output_range``).  Below
+    ``min_parallel_work`` multiply-adds (times 2) the call runs on one thread.
+    It allocates no scratch: the return value (and ``last_scratch_bytes()``) is 0.
     """
     cdef Py_ssize_t height = in_backprop.shape[1]
     cdef Py_ssize_t rows = in_backprop.shape[0] * height
+    cdef double work = (2.0 * in_backprop.shape[0] * out_backprop.shape[1] * out_backprop.shape[2]
+                        * out_backprop.shape[3] * filter_t.shape[0] * filter_t.shape[1] * filter_t.shape[3])
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
     cdef Py_ssize_t row
     with nogil:
-        for row in prange(rows, num_threads=n_threads, schedule="static"):
-            _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
-                     stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
+        if threads == 1:
+            for row in range(rows):
+                _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
+                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
+        else:
+            for row in prange(rows, num_threads=threads, schedule="static"):
+                _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
+                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
+    _calls.scratch_bytes = 0
+    return 0
