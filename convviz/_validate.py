@@ -23,10 +23,10 @@ from .geometry import DATA_FORMATS, PADDINGS, ConvGeometry
 
 __all__ = ["InvalidArgumentError"]  # re-exported for old imports; it lives in convviz.errors
 
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
-HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
-FLOAT_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
-FLOAT_AND_INT32_DTYPES = FLOAT_DTYPES + (np.dtype(np.int32),)
+BFLOAT16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+HALF_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BFLOAT16)
+FLOAT_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
+FLOAT_AND_INT32_DTYPES: tuple[np.dtype, ...] = FLOAT_DTYPES + (np.dtype(np.int32),)
 
 # Sizes, strides, dilations and paddings are int32 in TensorFlow's kernels;
 # larger values are never meaningful and would only invite overflow.

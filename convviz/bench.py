@@ -28,6 +28,8 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
+from .errors import DeviceError
+
 INPUT_GRAD = "conv2d_backprop_input"
 DEPTHWISE_FILTER_GRAD = "depthwise_conv2d_native_backprop_filter"
 DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -379,11 +381,12 @@ def _ms(seconds: float | None) -> str:
 def _bytes(n: int | None) -> str:
     if n is None:
         return "-"
+    size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
 
 
 def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch")) -> str:
@@ -424,13 +427,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown case(s) {sorted(unknown)}; choose from {sorted({c.name for c in CASES})}")
     cases = [c for c in CASES if not wanted or c.name in wanted]
     peers = () if args.no_peers else ("tensorflow", "torch")
-    rounds = dict(min_seconds=0.02, min_rounds=2, max_rounds=10) if args.quick else {}
+    rounds: dict[str, Any] = dict(min_seconds=0.02, min_rounds=2, max_rounds=10) if args.quick else {}
     if args.device == "gpu":
         from ._backends import cuda
 
         try:
             cuda.require_device("convviz bench")
-        except cuda.DeviceError as err:
+        except DeviceError as err:
             parser.error(str(err))
     results, info = run(cases, threads=args.threads, peers=peers, device=args.device,
                         progress=lambda label: print(f"  timing {label} ...", file=sys.stderr), **rounds)
