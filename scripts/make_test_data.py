@@ -45,6 +45,7 @@ import importlib.util
 import io
 import json
 import math
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -493,7 +494,8 @@ def tf_verdict(tf: Any, case: dict, arrays: dict[str, np.ndarray]) -> str:
                     out_backprop=f32["out_backprop"], **window)
         got = np.asarray(got, dtype=np.float64)
     except Exception as err:  # TensorFlow refuses many settings on CPU: that is the verdict
-        return "error: " + " ".join(str(err).split())[-160:]
+        message = re.sub(r"\s*name:\s*$", "", " ".join(str(err).split()))  # eager ops end with "name: "
+        return "error: " + message[-160:]
     expected = arrays["expected"]
     if got.shape != expected.shape:
         return f"error: returned shape {got.shape}, expected {expected.shape}"
