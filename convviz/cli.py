@@ -239,17 +239,19 @@ def _demo(argv: list[str]) -> int:
 def _page(argv: list[str]) -> int:
     """``convviz page --out FILE [settings]``: the explorer as one offline HTML file."""
     from .explorer import write_page
-    from .explorer._setting import PARAMS
+    from .explorer._setting import OP_ALIASES, PARAMS
 
     parser = argparse.ArgumentParser(
         prog="convviz page",
         description="Write the convviz explorer as a single HTML file that works offline (open it from disk or "
                     "host it anywhere). The settings below are its starting point; the page's URL query "
-                    "(?input=7x9&stride=2&padding=VALID&op=filter_grad ...) overrides them.")
+                    "(?input=7x9&stride=2&padding=VALID&op=depthwise_filter_grad ...) overrides them.")
     parser.add_argument("--out", required=True, help="HTML file to write (folders created)")
     _geometry_arguments(parser, input_default=None, kernel_default=None, stride_default=None,
                         padding_default=None, dilation_default=None)
-    parser.add_argument("--op", choices=PARAMS["op"][1], default=None)
+    # An old op name (filter_grad) still works: mapped to its name now before the choice is checked.
+    parser.add_argument("--op", type=lambda text: OP_ALIASES.get(text, text), choices=PARAMS["op"][1],
+                        default=None)
     parser.add_argument("--values", choices=PARAMS["values"][1], default=None)
     parser.add_argument("--theme", choices=PARAMS["theme"][1], default=None)
     for name in ("multiplier", "seed"):

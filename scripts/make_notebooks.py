@@ -338,10 +338,10 @@ s = viz.Setup(input_hw=8, kernel_hw=3, strides=2, padding="SAME")
 viz.depthwise(s, tap=(0, 1));
 """),
     code("viz.depthwise(s, tap=(2, 2));"),
-    md("Tap by tap, the whole filter gradient:"),
+    md("Tap by tap, the whole depthwise filter gradient:"),
     code("""
 from IPython.display import HTML
-anim = viz.animate_filter_gradient(s, interval=400)
+anim = viz.animate_depthwise_filter_gradient(s, interval=400)
 plt.close(anim._fig)
 HTML(viz.to_html(anim, progress=False))  # offline player: nothing loaded from the network
 """),
@@ -489,8 +489,8 @@ print(info["machine"]["cpu"], "-", info["machine"]["kernels"], "kernels; peers:"
 print(bench.table(results))
 """),
     md("""
-Results are bitwise the same for any number of threads: the filter gradient's partial sums
-are merged in a fixed order.
+Results are bitwise the same for any number of threads: the depthwise filter gradient's partial
+sums are merged in a fixed order.
 """),
     code("""
 rng = np.random.default_rng(0)
@@ -555,7 +555,7 @@ The depthwise filter gradient with a channel multiplier of 2 and dilation 2: hov
 `dL/dW` to see the lattice of input cells it reads (gridding).
 """),
     code("""
-convviz.explore(op="filter_grad", input=9, kernel=3, stride=2, dilation=2, multiplier=2)
+convviz.explore(op="depthwise_filter_grad", input=9, kernel=3, stride=2, dilation=2, multiplier=2)
 """),
     md("""
 ## Your own numbers
@@ -575,8 +575,8 @@ convviz.explore(x=x, W=W, stride=1, padding="SAME")
 `convviz page --out explorer.html` (or `convviz.explorer.write_page`) writes the same explorer
 as a single file that works offline. Settings in its URL query make a link to a preset, for
 example `explorer.html?input=8&stride=3&padding=VALID` or
-`explorer.html?op=filter_grad&input=9&stride=2&dilation=2&multiplier=2`; every control you
-change rewrites the query, so the address bar always holds a link to what you see.
+`explorer.html?op=depthwise_filter_grad&input=9&stride=2&dilation=2&multiplier=2`; every control
+you change rewrites the query, so the address bar always holds a link to what you see.
 
 The earlier matplotlib explorer, `convviz.widgets.explore()`, stays as a static fallback for
 front ends without JavaScript widgets (it redraws a picture from a running kernel).
@@ -585,7 +585,7 @@ front ends without JavaScript widgets (it redraws a picture from a running kerne
 from convviz.explorer import write_page
 
 path = write_page("explorer.html", input=8, stride=3, padding="VALID")
-print("open", path.resolve().as_uri() + "?op=filter_grad&multiplier=2")
+print("open", path.resolve().as_uri() + "?op=depthwise_filter_grad&multiplier=2")
 """),
 ]
 

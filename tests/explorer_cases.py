@@ -26,17 +26,18 @@ def _settings() -> list[dict[str, Any]]:
     # A structured grid: op x padding x stride/dilation pairs that matter.
     steps = [(1, 1), (2, 1), (3, 1), (2, 2), (4, 1), (1, 3)]
     pads = {"SAME": (0, 0, 0, 0), "VALID": (0, 0, 0, 0), "EXPLICIT": (2, 0, 1, 3)}
-    for op, padding, (stride, dilation) in itertools.product(("input_grad", "filter_grad", "forward"), pads, steps):
+    ops = ("input_grad", "depthwise_filter_grad", "forward")
+    for op, padding, (stride, dilation) in itertools.product(ops, pads, steps):
         top, bottom, left, right = pads[padding]
         cases.append(dict(base, op=op, padding=padding, input_h=8, input_w=7, kernel_h=3, kernel_w=2,
                           stride_h=stride, stride_w=max(1, stride - 1), dilation_h=dilation, dilation_w=1,
                           pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right,
-                          multiplier=2 if op == "filter_grad" and stride == 2 else 1, seed=len(cases)))
+                          multiplier=2 if op == "depthwise_filter_grad" and stride == 2 else 1, seed=len(cases)))
     # Random settings across the whole range of every control.
     while len(cases) < 260:
         padding = rng.choice(("SAME", "VALID", "EXPLICIT"))
         cases.append(dict(
-            base, op=rng.choice(("input_grad", "filter_grad", "forward")), padding=padding,
+            base, op=rng.choice(("input_grad", "depthwise_filter_grad", "forward")), padding=padding,
             input_h=rng.randint(1, 13), input_w=rng.randint(1, 13), kernel_h=rng.randint(1, 5),
             kernel_w=rng.randint(1, 5), stride_h=rng.randint(1, 5), stride_w=rng.randint(1, 5),
             dilation_h=rng.randint(1, 3), dilation_w=rng.randint(1, 3),
@@ -52,7 +53,7 @@ def _settings() -> list[dict[str, Any]]:
         dict(input_h=24, input_w=24, kernel_h=5, kernel_w=5, stride_h=1, stride_w=1, padding="SAME"),
         dict(input_h=2, input_w=2, kernel_h=5, kernel_w=5, padding="VALID"),  # no window fits
     ]
-    for op in ("input_grad", "filter_grad", "forward"):
+    for op in ("input_grad", "depthwise_filter_grad", "forward"):
         for extra in named:
             cases.append(dict(base, op=op, **extra))
     return cases

@@ -55,7 +55,7 @@ def test_node_unit_tests():
 def test_the_grid_is_wide_enough():
     assert len(CASES) >= 200
     ops = {c["op"] for c in CASES}
-    assert ops == {"input_grad", "filter_grad", "forward"}
+    assert ops == {"input_grad", "depthwise_filter_grad", "forward"}
     assert any(c["padding"] == "EXPLICIT" and c["pad_top"] != c["pad_bottom"] for c in CASES)
     assert any(c["stride_h"] > c["kernel_h"] for c in CASES)
     assert any(c["dilation_h"] > 1 for c in CASES)
@@ -93,7 +93,7 @@ def test_the_url_query_round_trips(node_results, index):
     for name in ("pad_top", "pad_bottom", "pad_left", "pad_right"):
         if expected["padding"] != "EXPLICIT":
             expected[name] = 0  # the query leaves out pads that are not used
-    if expected["op"] != "filter_grad":
+    if expected["op"] != "depthwise_filter_grad":
         expected["multiplier"] = 1
     assert result["reparsed"] == expected, result["query"]
 

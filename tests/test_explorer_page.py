@@ -37,7 +37,7 @@ from helpers import CHROMIUM, CHROMIUM_ARGS, IN_CI
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 720}
-OPS = ("input_grad", "filter_grad", "forward")
+OPS = ("input_grad", "depthwise_filter_grad", "forward")
 THEMES = ("light", "dark")
 PAD_NAMES = ("pad_top", "pad_bottom", "pad_left", "pad_right")
 # The setting of the URL test (the brief's preset): asymmetric explicit pads, dilation, unequal strides.
@@ -341,7 +341,7 @@ def test_a_lost_row_sums_to_zero_and_the_note_says_why(pages):
 
 
 def test_hovering_a_dw_tap_shows_the_depthwise_kernels_value(pages):
-    p = setting(op="filter_grad", multiplier=2, input_h=7, input_w=6, kernel_h=3, kernel_w=3,
+    p = setting(op="depthwise_filter_grad", multiplier=2, input_h=7, input_w=6, kernel_h=3, kernel_w=3,
                 stride_h=2, stride_w=1, padding="SAME", seed=11)
     g = build_geometry(p)
     ref = compute(p)
@@ -584,10 +584,10 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     _check_numbers(page, p)
 
     # A select: the op, then the padding.
-    page.select_option('[name="op"]', "filter_grad")
-    p["op"] = "filter_grad"
+    page.select_option('[name="op"]', "depthwise_filter_grad")
+    p["op"] = "depthwise_filter_grad"
     search = page.evaluate("location.search")
-    assert "op=filter_grad" in search and "multiplier=1" in search
+    assert "op=depthwise_filter_grad" in search and "multiplier=1" in search
     assert params_from_query(search) == p
     _check_numbers(page, p)
     page.fill('[name="multiplier"]', "3")
@@ -612,6 +612,22 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     pages.check_offline()
 
 
+def test_a_link_with_the_old_op_name_opens_the_depthwise_filter_gradient(pages):
+    """Links made before the rename (op=filter_grad) keep working; the page rewrites them to the new name."""
+    page = pages.open("?input=7x9&stride=2&op=filter_grad&multiplier=2&seed=4")
+    p = setting(input_h=7, input_w=9, stride_h=2, stride_w=2, op="depthwise_filter_grad", multiplier=2, seed=4,
+                theme="auto")
+    assert _controls(page)["op"] == "depthwise_filter_grad"
+    assert page.text_content(".cvz-title").startswith("depthwise filter gradient")
+    _check_numbers(page, p)
+    page.fill('[name="seed"]', "5")
+    page.dispatch_event('[name="seed"]', "change")
+    search = page.evaluate("location.search")
+    assert "op=depthwise_filter_grad&multiplier=2" in search and "filter_grad&" not in search.replace(
+        "depthwise_filter_grad", "")
+    pages.check_offline()
+
+
 def test_controls_that_do_not_apply_are_disabled(pages):
     page = pages.open("?op=input_grad&padding=SAME")
     disabled = f"""() => Object.fromEntries([...{list(PAD_NAMES) + ['multiplier', 'stride_h', 'op']!r}].map(
@@ -624,7 +640,7 @@ def test_controls_that_do_not_apply_are_disabled(pages):
     page.select_option('[name="padding"]', "EXPLICIT")
     d = page.evaluate(disabled)
     assert not any(d[n] for n in PAD_NAMES) and d["multiplier"]
-    page.select_option('[name="op"]', "filter_grad")
+    page.select_option('[name="op"]', "depthwise_filter_grad")
     d = page.evaluate(disabled)
     assert not any(d[n] for n in PAD_NAMES) and not d["multiplier"]
     page.select_option('[name="op"]', "forward")
@@ -653,7 +669,7 @@ def test_a_setting_where_no_window_fits_says_so_and_recovers(pages):
 
 
 def test_every_numbered_cell_meets_wcag_aa_in_both_themes(pages):
-    # padding on x (forward, filter_grad: "0" text) and on dx (input_grad); decimals and integers
+    # padding on x (forward, depthwise_filter_grad: "0" text) and on dx (input_grad); decimals and integers
     page = pages.open("?input=7x8&kernel=4x3&stride=1x2&padding=SAME&seed=21&multiplier=2")
     checked = 0
     for values in ("integers", "decimals"):
@@ -710,7 +726,7 @@ def test_core_in_the_page_equals_convviz_on_every_case(pages):
 
 SHOTS = {  # op -> (extra query, the hovered cell)
     "input_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("dx", 3, 4, None)),
-    "filter_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("dw", 1, 2, 1)),
+    "depthwise_filter_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("dw", 1, 2, 1)),
     "forward": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("y", 1, 2, None)),
 }
 

@@ -40,8 +40,9 @@ def test_input_gradient_comes_from_the_kernel():
     assert ex.kernel_result["source"].startswith("convviz.conv2d_backprop_input")
 
 
-def test_filter_gradient_with_a_multiplier_comes_from_the_kernel():
-    ex = explore(op="filter_grad", input=8, kernel=3, stride=2, padding="SAME", multiplier=3, values="decimals")
+def test_depthwise_filter_gradient_with_a_multiplier_comes_from_the_kernel():
+    ex = explore(op="depthwise_filter_grad", input=8, kernel=3, stride=2, padding="SAME", multiplier=3,
+                 values="decimals")
     c = compute(ex.params)
     x, dy = c.inputs["x"][0], c.inputs["dy"]
     expected = convviz.depthwise_conv2d_native_backprop_filter(
@@ -134,7 +135,7 @@ def test_a_channel_of_4d_arrays_with_its_layout_stated():
     x = rng.standard_normal((2, 3, 7, 7))  # NCHW
     dy = rng.standard_normal((2, 4, 4, 4))
     ex = explore(x=x, dy=dy, data_format="NCHW", channel=(1, 2), stride=2, kernel=3)
-    assert ex.op == "filter_grad"
+    assert ex.op == "depthwise_filter_grad"
     assert ex.arrays["x"]["caption"] == "your x, batch 0, channel 1 of a (2, 3, 7, 7) NCHW array"
     assert "channel 2" in ex.arrays["dy"]["caption"]
     expected = convviz.depthwise_conv2d_native_backprop_filter(
@@ -152,15 +153,42 @@ def test_user_dy_that_stops_fitting_falls_back_to_example_numbers():
 
 
 def test_the_page_is_one_offline_file(tmp_path):
-    page = page_html(op="filter_grad", multiplier=2, theme="dark")
+    page = page_html(op="depthwise_filter_grad", multiplier=2, theme="dark")
     body = page.split("<body>", 1)[1]
     assert not re.search(r"<[a-z]+[^>]*\s(src|href)\s*=", body, re.I), "the page loads nothing"
     assert "http://" not in page and "https://" not in page
     assert "default-src 'none'" in page  # and the browser refuses to load anything else
     assert 'import * as core' not in page and page.count("<script") == 2
-    assert '"op":"filter_grad"' in page and '"multiplier":2' in page
+    assert '"op":"depthwise_filter_grad"' in page and '"multiplier":2' in page
     path = write_page(tmp_path / "sub" / "explorer.html", input=5)
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_the_old_op_name_filter_grad_still_works_and_warns(tmp_path, capsys):
+    """op="filter_grad" (the name before a dense filter gradient could claim it) is depthwise_filter_grad."""
+    with pytest.warns(DeprecationWarning, match="op='filter_grad' is deprecated, use op='depthwise_filter_grad'") as w:
+        ex = explore(op="filter_grad", input=7, stride=2, multiplier=2, seed=4)
+    assert w[0].filename == __file__  # pointed at the caller, so a notebook shows it
+    now = explore(op="depthwise_filter_grad", input=7, stride=2, multiplier=2, seed=4)
+    assert ex.op == "depthwise_filter_grad" and ex.kernel_result == now.kernel_result
+    with pytest.warns(DeprecationWarning, match="depthwise_filter_grad") as w:
+        ex.op = "input_grad"
+        ex.op = "filter_grad"
+    assert ex.op == "depthwise_filter_grad" and w[0].filename == __file__
+    with pytest.warns(DeprecationWarning):
+        assert Explorer(op="filter_grad").op == "depthwise_filter_grad"
+    with pytest.warns(DeprecationWarning) as w:
+        page = page_html(op="filter_grad", multiplier=2)
+    assert w[0].filename == __file__
+    assert '"op":"depthwise_filter_grad"' in page and '"filter_grad"' not in page.split("<script", 2)[1]
+    with pytest.warns(DeprecationWarning):
+        write_page(tmp_path / "old.html", op="filter_grad")
+    assert '"op":"depthwise_filter_grad"' in (tmp_path / "old.html").read_text(encoding="utf-8")
+    assert main(["page", "--out", str(tmp_path / "cli.html"), "--op", "filter_grad"]) == 0
+    assert '"op":"depthwise_filter_grad"' in (tmp_path / "cli.html").read_text(encoding="utf-8")
+    assert "filter_grad" not in PARAMS["op"][1]
+    with pytest.raises(ValueError, match="op must be one of"):
+        explore(op="filter_gradient")
 
 
 def test_the_page_embeds_user_arrays_safely():
@@ -172,7 +200,7 @@ def test_the_page_embeds_user_arrays_safely():
 def test_cli_page_writes_a_preset(tmp_path, capsys):
     out = tmp_path / "explorer.html"
     assert main(["page", "--out", str(out), "--input", "7x9", "--stride", "2", "--pads", "1,0,2,1",
-                 "--op", "filter_grad", "--multiplier", "2", "--seed", "4"]) == 0
+                 "--op", "depthwise_filter_grad", "--multiplier", "2", "--seed", "4"]) == 0
     assert "wrote" in capsys.readouterr().out
     text = out.read_text(encoding="utf-8")
     for part in ('"input_h":7', '"input_w":9', '"padding":"EXPLICIT"', '"pad_left":2', '"multiplier":2', '"seed":4'):

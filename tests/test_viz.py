@@ -117,7 +117,7 @@ def _hatched_boxes(ax) -> list:
 @pytest.mark.parametrize("draw", [
     lambda s: viz.scatter(s, (0, 0)).axes[2:], lambda s: viz.coverage(s).axes,
     lambda s: viz.depthwise(s, (0, 0)).axes, lambda s: viz.animate_input_gradient(s)._fig.axes[1:],
-    lambda s: viz.animate_filter_gradient(s)._fig.axes,
+    lambda s: viz.animate_depthwise_filter_gradient(s)._fig.axes,
 ])
 def test_padding_is_drawn_around_the_input_never_over_it(draw):
     s = viz.Setup(input_hw=6, kernel_hw=3, padding="EXPLICIT", pads=(2, 0, 1, 3))
@@ -222,7 +222,7 @@ def test_scatter_vs_gather_figure():
 ])
 def test_depthwise_view(setup, tap, channel, multiplier):
     fig = viz.depthwise(setup, tap, channel=channel, multiplier=multiplier)
-    dw = setup.filter_gradient()[:, :, channel, multiplier]
+    dw = setup.depthwise_filter_gradient()[:, :, channel, multiplier]
     ax_w = fig.axes[3]
     np.testing.assert_array_equal(_image_data(ax_w), dw)
     products = _image_data(fig.axes[2])
@@ -279,15 +279,43 @@ def test_input_gradient_animation(tmp_path):
         assert gif.n_frames == cells + 1
 
 
-def test_filter_gradient_animation_and_html(tmp_path, capsys):
+def test_depthwise_filter_gradient_animation_and_html(tmp_path, capsys):
     s = viz.Setup(input_hw=6, kernel_hw=(2, 3), strides=2, padding="SAME")
-    anim = viz.animate_filter_gradient(s)
+    anim = viz.animate_depthwise_filter_gradient(s)
     assert anim._save_count == 2 * 3 + 1
-    np.testing.assert_array_equal(anim.final_frame, s.filter_gradient()[:, :, 0, 0])
+    np.testing.assert_array_equal(anim.final_frame, s.depthwise_filter_gradient()[:, :, 0, 0])
     path = viz.save(anim, tmp_path / "dw.html", progress=True)
     html = path.read_text()
     assert html.count("data:image/png;base64") == 7 and "<script" in html  # frames embedded, controls included
     assert "7/7" in capsys.readouterr().err  # progress was reported
+
+
+def test_the_old_filter_gradient_names_still_work_and_warn():
+    """The depthwise filter gradient's old names (before a dense one could claim them) work, with a warning."""
+    new = "animate_depthwise_filter_gradient"
+    with pytest.warns(DeprecationWarning, match=f"use convviz.viz.{new}") as caught:
+        from convviz.viz import animate_filter_gradient
+    assert animate_filter_gradient is viz.animate_depthwise_filter_gradient
+    assert caught[0].filename == __file__  # the warning points at the importing line
+    with pytest.warns(DeprecationWarning, match=f"use convviz.viz.{new}"):
+        assert viz.animate_filter_gradient is viz.animate_depthwise_filter_gradient
+    with pytest.warns(DeprecationWarning, match=f"use convviz.viz.animate.{new}"):
+        from convviz.viz.animate import animate_filter_gradient as from_module
+    assert from_module is viz.animate_depthwise_filter_gradient
+    assert "animate_filter_gradient" not in viz.__all__
+    with pytest.raises(AttributeError, match="animate_nothing"):
+        viz.animate_nothing  # noqa: B018
+
+    s = viz.Setup(input_hw=6, kernel_hw=3, strides=2, in_channels=2, multiplier=2, padding="SAME")
+    with pytest.warns(DeprecationWarning, match="use Setup.depthwise_filter_gradient:") as caught:
+        old = s.filter_gradient()
+    assert caught[0].filename == __file__
+    np.testing.assert_array_equal(old, s.depthwise_filter_gradient())
+    with pytest.warns(DeprecationWarning, match="use Setup.depthwise_filter_gradient_plane"):
+        old = s.filter_gradient_plane(1, 1)
+    np.testing.assert_array_equal(old, s.depthwise_filter_gradient_plane(1, 1))
+    with pytest.warns(DeprecationWarning), pytest.raises(IndexError, match="multiplier"):
+        s.filter_gradient_plane(0, 2)
 
 
 def test_save_formats(tmp_path):
@@ -350,7 +378,7 @@ def test_animations_show_their_numbers_frame_by_frame():
     dy = s.plane(s.out_backprop())
     assert max(abs(norm(dy.min()) - 0.5), abs(norm(dy.max()) - 0.5)) == pytest.approx(0.5)
     # the depthwise animation writes each tap's products and their sum
-    fa = viz.animate_filter_gradient(s)
+    fa = viz.animate_depthwise_filter_gradient(s)
     fa._func(4)
     ax_x, ax_p, ax_w = fa._fig.axes[:3]
     products = _numbers(ax_p)
@@ -368,7 +396,7 @@ def test_channel_indices_out_of_range_raise_instead_of_wrapping():
     with pytest.raises(IndexError, match=r"multiplier must be in \[0, 2\) for this setup \(channel multiplier 2\)"):
         viz.depthwise(s, channel=0, multiplier=2)
     with pytest.raises(IndexError, match=r"channel must be in \[0, 2\)"):
-        viz.animate_filter_gradient(s, channel=5)
+        viz.animate_depthwise_filter_gradient(s, channel=5)
     with pytest.raises(TypeError, match="channel must be an int, got float 1.0"):
         s.plane(s.input(), channel=1.0)
 

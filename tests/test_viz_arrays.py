@@ -140,7 +140,7 @@ def test_2d_and_4d_forms_in_nhwc_and_nchw_give_the_same_planes():
         np.testing.assert_array_equal(s.plane(s.out_backprop()), DY3)
         np.testing.assert_array_equal(s.plane(s.out_backprop(depthwise=True)), DY3)
         np.testing.assert_array_equal(s.plane(s.input_gradient()), planes.plane(planes.input_gradient()))
-        np.testing.assert_array_equal(s.filter_gradient_plane(), planes.filter_gradient_plane())
+        np.testing.assert_array_equal(s.depthwise_filter_gradient_plane(), planes.depthwise_filter_gradient_plane())
     assert planes == nhwc and hash(planes) == hash(nhwc)
     assert nchw == nchw_planes and nchw != nhwc  # data_format is a parameter
 
@@ -171,10 +171,10 @@ def test_gradients_of_user_arrays_equal_the_reference(data_format):
     assert s.geometry.output_hw == (4, 5)
     np.testing.assert_allclose(s.input_gradient(), _reference_dx(s, w, layout(dy)), rtol=1e-12, atol=1e-12)
     d = s.replace(dy=layout(dy_dw), multiplier=2)  # 4 = 2 x 2 channels: for the depthwise views only
-    np.testing.assert_allclose(d.filter_gradient(), _reference_dw(d, layout(x), layout(dy_dw)),
+    np.testing.assert_allclose(d.depthwise_filter_gradient(), _reference_dw(d, layout(x), layout(dy_dw)),
                                rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(d.filter_gradient_plane(1, 1), _reference_dw(d, layout(x), layout(dy_dw))[:, :, 1, 1],
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(d.depthwise_filter_gradient_plane(1, 1),
+                               _reference_dw(d, layout(x), layout(dy_dw))[:, :, 1, 1], rtol=1e-12, atol=1e-12)
 
 
 # -- every view draws your numbers -------------------------------------------------------------
@@ -207,7 +207,8 @@ def test_depthwise_shows_your_x_dy_and_their_filter_gradient():
 def test_animations_end_on_the_reference_gradients_of_your_arrays():
     s = _mine()
     np.testing.assert_allclose(viz.animate_input_gradient(s).final_frame, _dx_plane(s), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(viz.animate_filter_gradient(s).final_frame, _dw_plane(s), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(viz.animate_depthwise_filter_gradient(s).final_frame, _dw_plane(s),
+                               rtol=1e-12, atol=1e-12)
 
 
 def _text(fig) -> str:
@@ -313,11 +314,11 @@ def test_dy_with_the_wrong_channels_for_the_view_that_asks():
     with pytest.raises(ValueError, match=depthwise):
         viz.depthwise(s)
     with pytest.raises(ValueError, match=depthwise):
-        viz.animate_filter_gradient(s)
+        viz.animate_depthwise_filter_gradient(s)
     # 4 channels = 2 x 2 for the depthwise views, while W says 3 output channels: refused by the ordinary ones.
     t = viz.Setup(x=np.ones((1, 6, 6, 2)), W=np.ones((3, 3, 2, 3)), dy=np.ones((1, 3, 3, 4)), multiplier=2,
                   **GEOMETRY)
-    assert t.filter_gradient().shape == (3, 3, 2, 2)
+    assert t.depthwise_filter_gradient().shape == (3, 3, 2, 2)
     with pytest.raises(ValueError, match=r"dy must have shape \(1, 3, 3, 3\) \(NHWC: batch, out rows, out cols, out "
                                          r"channels\) .*out_channels 3 \(from W\), got \(1, 3, 3, 4\)"):
         t.input_gradient()
@@ -393,7 +394,7 @@ def test_bool_arrays_are_numbers():
 def test_your_arrays_are_copied_read_only_and_never_changed():
     x, w, dy = X6.copy(), W3.copy(), DY3.copy()
     s = viz.Setup(x=x, W=w, dy=dy, **GEOMETRY)
-    s.input_gradient(), s.filter_gradient(), viz.scatter(s), viz.depthwise(s)
+    s.input_gradient(), s.depthwise_filter_gradient(), viz.scatter(s), viz.depthwise(s)
     np.testing.assert_array_equal(x, X6)
     np.testing.assert_array_equal(w, W3)
     np.testing.assert_array_equal(dy, DY3)

@@ -66,7 +66,7 @@ def test_depthwise_op_and_views(explorer):
     assert explorer.controls["view"].disabled
     assert explorer.controls["row"].max == 2  # taps of the 3x3 kernel
     explorer.controls["row"].value, explorer.controls["col"].value = 1, 2
-    dw = explorer.setup.filter_gradient()[:, :, 0, 0]
+    dw = explorer.setup.depthwise_filter_gradient()[:, :, 0, 0]
     np.testing.assert_array_equal(_shown(explorer)[1], dw)
     assert f"dW[1, 2] = {dw[1, 2]:g}" in explorer.figure.axes[1].get_title()
     explorer.controls["op"].value = OPS[0]

@@ -150,7 +150,7 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
     given = resolved.given
     if op is None:
         op = ("forward" if "x" in given and "w" in given and "dy" not in given
-              else "filter_grad" if "x" in given and "dy" in given
+              else "depthwise_filter_grad" if "x" in given and "dy" in given
               else params["op"])
     params["op"] = check_param("op", op)
     if "dy" in given:  # the user's dy is one channel

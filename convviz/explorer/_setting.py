@@ -8,6 +8,8 @@ kernels; the geometry comes from :mod:`convviz.geometry`.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +18,9 @@ import numpy as np
 from .. import ops, reference
 from ..geometry import ConvGeometry
 
-OPS = ("input_grad", "filter_grad", "forward")
+OPS = ("input_grad", "depthwise_filter_grad", "forward")
+#: Old op names still accepted (calls, notebooks and links made before the rename), each with its name now.
+OP_ALIASES = {"filter_grad": "depthwise_filter_grad"}
 PADDINGS = ("SAME", "VALID", "EXPLICIT")
 VALUE_MODES = ("integers", "decimals")
 THEMES = ("auto", "light", "dark")
@@ -58,6 +62,8 @@ def check_param(name: str, value: Any) -> Any:
     --------
     >>> check_param("stride_h", 2)
     2
+    >>> check_param("op", "depthwise_filter_grad")
+    'depthwise_filter_grad'
     >>> check_param("padding", "same")
     Traceback (most recent call last):
     ...
@@ -65,6 +71,9 @@ def check_param(name: str, value: Any) -> Any:
     """
     if name not in PARAMS:
         raise TypeError(f"unknown explorer parameter {name!r}; expected one of {tuple(PARAMS)}")
+    if name == "op" and isinstance(value, str) and value in OP_ALIASES:
+        _warn_old_op(value)
+        value = OP_ALIASES[value]
     spec = PARAMS[name]
     if len(spec) == 2:
         if value not in spec[1]:
@@ -75,6 +84,18 @@ def check_param(name: str, value: Any) -> Any:
     if not spec[1] <= value <= spec[2]:
         raise ValueError(f"{name} must be between {spec[1]} and {spec[2]}, got {value}")
     return int(value)
+
+
+def _warn_old_op(old: str) -> None:
+    """DeprecationWarning for an old op name, pointing at the first caller outside the explorer (and the
+    widget machinery that validates traits), so that a notebook or script sees it."""
+    inside = ("convviz.explorer", "traitlets", "anywidget", "ipywidgets")
+    frame, level = sys._getframe(1), 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(inside):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"op={old!r} is deprecated, use op={OP_ALIASES[old]!r}: it is the depthwise filter gradient, "
+                  f"and the old name would clash with a dense filter gradient", DeprecationWarning,
+                  stacklevel=level)
 
 
 def setting_key(params: dict[str, Any]) -> str:
@@ -131,13 +152,13 @@ class Computed:
 def build_geometry(params: dict[str, Any]) -> ConvGeometry:
     """The :class:`~convviz.geometry.ConvGeometry` of a setting (one channel, or the multiplier's)."""
     p = params
-    multiplier = p["multiplier"] if p["op"] == "filter_grad" else 1
+    multiplier = p["multiplier"] if p["op"] == "depthwise_filter_grad" else 1
     return ConvGeometry.build(
         batch=1, input_hw=(p["input_h"], p["input_w"]), in_channels=1, out_channels=multiplier,
         kernel_hw=(p["kernel_h"], p["kernel_w"]), strides=(p["stride_h"], p["stride_w"]),
         dilations=(p["dilation_h"], p["dilation_w"]), padding=p["padding"],
         explicit_paddings=(p["pad_top"], p["pad_bottom"], p["pad_left"], p["pad_right"]),
-        depthwise=p["op"] == "filter_grad")
+        depthwise=p["op"] == "depthwise_filter_grad")
 
 
 def input_shapes(params: dict[str, Any], g: ConvGeometry) -> dict[str, tuple[int, int, int]]:
@@ -145,7 +166,7 @@ def input_shapes(params: dict[str, Any], g: ConvGeometry) -> dict[str, tuple[int
     (h, w), (kh, kw), (oh, ow) = g.input_hw, g.kernel_hw, g.output_hw
     return {
         "input_grad": {"w": (kh, kw, 1), "dy": (oh, ow, 1)},
-        "filter_grad": {"x": (h, w, 1), "dy": (oh, ow, g.multiplier)},
+        "depthwise_filter_grad": {"x": (h, w, 1), "dy": (oh, ow, g.multiplier)},
         "forward": {"x": (h, w, 1), "w": (kh, kw, 1)},
     }[params["op"]]
 
@@ -183,7 +204,7 @@ def compute(params: dict[str, Any], given: dict[str, np.ndarray] | None = None) 
         dx = ops.conv2d_backprop_input(
             [1, *g.input_hw, 1], inputs["w"][0][:, :, None, None], inputs["dy"][0][None, :, :, None], **window)
         return Computed(g, inputs, "dx", dx[0].transpose(2, 0, 1), "convviz.conv2d_backprop_input (float64)")
-    if op == "filter_grad":
+    if op == "depthwise_filter_grad":
         dy = inputs["dy"].transpose(1, 2, 0)[None]  # [1, OH, OW, M]
         dw = ops.depthwise_conv2d_native_backprop_filter(
             inputs["x"][0][None, :, :, None], [*g.kernel_hw, 1, g.multiplier], dy, **window)

@@ -10,7 +10,9 @@
 //   output o and tap t read input i = o * stride - before + t * dilation
 // The example numbers come from a 32-bit hash mirrored in convviz/explorer/_numbers.py.
 
-export const OPS = ["input_grad", "filter_grad", "forward"];
+export const OPS = ["input_grad", "depthwise_filter_grad", "forward"];
+// Old op names still read (links and presets made before the rename), each with its name now.
+export const OP_ALIASES = { filter_grad: "depthwise_filter_grad" };
 export const PADDINGS = ["SAME", "VALID", "EXPLICIT"];
 export const VALUE_MODES = ["integers", "decimals"];
 export const THEMES = ["auto", "light", "dark"];
@@ -40,7 +42,7 @@ export const PARAMS = {
 
 export const OP_TITLES = {
   input_grad: "input gradient: W, dL/dy \u2192 dL/dx",
-  filter_grad: "depthwise filter gradient: x, dL/dy \u2192 dL/dW",
+  depthwise_filter_grad: "depthwise filter gradient: x, dL/dy \u2192 dL/dW",
   forward: "forward: x, W \u2192 y",
 };
 
@@ -54,6 +56,7 @@ export function defaults() {
 export function coerce(name, value) {
   const spec = PARAMS[name];
   if (!spec) return undefined;
+  if (name === "op" && Object.hasOwn(OP_ALIASES, value)) value = OP_ALIASES[value];
   if (spec.choices) return spec.choices.includes(value) ? value : spec.default;
   const n = typeof value === "number" ? value : Number(String(value).trim());
   if (!Number.isInteger(n)) return spec.default;
@@ -122,7 +125,7 @@ export function geometry(params) {
   const p = normalize(params);
   const rows = axisGeometry(p.input_h, p.kernel_h, p.stride_h, p.dilation_h, p.padding, p.pad_top, p.pad_bottom);
   const cols = axisGeometry(p.input_w, p.kernel_w, p.stride_w, p.dilation_w, p.padding, p.pad_left, p.pad_right);
-  const g = { params: p, rows, cols, multiplier: p.op === "filter_grad" ? p.multiplier : 1, error: null };
+  const g = { params: p, rows, cols, multiplier: p.op === "depthwise_filter_grad" ? p.multiplier : 1, error: null };
   if (rows.out === 0 || cols.out === 0)
     g.error = `No window fits: the ${rows.eff}x${cols.eff} effective kernel is larger than the ` +
       `${rows.padded}x${cols.padded} padded input, so the output (and its gradient) is empty.`;
@@ -181,13 +184,13 @@ export function inputShapes(g) {
   const { rows, cols } = g;
   const shapes = {
     input_grad: { w: [rows.kernel, cols.kernel, 1], dy: [rows.out, cols.out, 1] },
-    filter_grad: { x: [rows.input, cols.input, 1], dy: [rows.out, cols.out, g.multiplier] },
+    depthwise_filter_grad: { x: [rows.input, cols.input, 1], dy: [rows.out, cols.out, g.multiplier] },
     forward: { x: [rows.input, cols.input, 1], w: [rows.kernel, cols.kernel, 1] },
   };
   return shapes[g.params.op];
 }
 
-export const OUTPUT_PANEL = { input_grad: "dx", filter_grad: "dw", forward: "y" };
+export const OUTPUT_PANEL = { input_grad: "dx", depthwise_filter_grad: "dw", forward: "y" };
 
 // The op's inputs: given tensors where their shapes fit, example numbers otherwise.
 export function inputs(g, given = {}) {
@@ -220,7 +223,7 @@ export function inputGrad(g, w, dy) {
   return dx;
 }
 
-export function filterGrad(g, x, dy) {
+export function depthwiseFilterGrad(g, x, dy) {
   const { rows, cols } = g;
   const dw = tensor(rows.kernel, cols.kernel, g.multiplier);
   for (let m = 0; m < g.multiplier; m++)
@@ -252,7 +255,7 @@ export function compute(params, given = {}) {
   const t = inputs(g, given);
   const op = g.params.op;
   if (op === "input_grad") t.dx = inputGrad(g, t.w, t.dy);
-  else if (op === "filter_grad") t.dw = filterGrad(g, t.x, t.dy);
+  else if (op === "depthwise_filter_grad") t.dw = depthwiseFilterGrad(g, t.x, t.dy);
   else t.y = forward(g, t.x, t.w);
   return { g, tensors: t, output: OUTPUT_PANEL[op] };
 }
@@ -397,7 +400,7 @@ export function toQuery(params) {
   parts.push(`padding=${p.padding}`);
   if (p.padding === "EXPLICIT") parts.push(`pads=${PAD_NAMES.map((n) => p[n]).join(",")}`);
   parts.push(`op=${p.op}`);
-  if (p.op === "filter_grad") parts.push(`multiplier=${p.multiplier}`);
+  if (p.op === "depthwise_filter_grad") parts.push(`multiplier=${p.multiplier}`);
   parts.push(`seed=${p.seed}`);
   if (p.values !== "integers") parts.push(`values=${p.values}`);
   if (p.theme !== "auto") parts.push(`theme=${p.theme}`);

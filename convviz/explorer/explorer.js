@@ -15,11 +15,11 @@ import * as core from "./core.js";
 
 const PANEL_TITLES = {
   x: ["x", "input"], w: ["W", "kernel"], dy: ["dL/dy", "output gradient"],
-  dx: ["dL/dx", "input gradient"], dw: ["dL/dW", "filter gradient"], y: ["y", "forward output"],
+  dx: ["dL/dx", "input gradient"], dw: ["dL/dW", "depthwise filter gradient"], y: ["y", "forward output"],
 };
 const PANEL_SYMBOL = { x: "x", w: "W", dy: "dy", dx: "dx", dw: "dW", y: "y" };
-const LAYOUT = { input_grad: ["w", "dy", "dx"], filter_grad: ["x", "dy", "dw"], forward: ["x", "w", "y"] };
-const PADDED_PANEL = { input_grad: "dx", filter_grad: "x", forward: "x" };
+const LAYOUT = { input_grad: ["w", "dy", "dx"], depthwise_filter_grad: ["x", "dy", "dw"], forward: ["x", "w", "y"] };
+const PADDED_PANEL = { input_grad: "dx", depthwise_filter_grad: "x", forward: "x" };
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
@@ -39,7 +39,7 @@ const ARIA_LABELS = {
   pad_top: "pad top", pad_bottom: "pad bottom", pad_left: "pad left", pad_right: "pad right",
 };
 const CHOICE_LABELS = {
-  op: { input_grad: "input gradient", filter_grad: "depthwise filter gradient", forward: "forward" },
+  op: { input_grad: "input gradient", depthwise_filter_grad: "depthwise filter gradient", forward: "forward" },
   values: { integers: "integers", decimals: "decimals" },
   theme: { auto: "auto", light: "light", dark: "dark" },
   padding: { SAME: "SAME", VALID: "VALID", EXPLICIT: "EXPLICIT" },
@@ -220,7 +220,7 @@ class ExplorerView {
       if (document.activeElement !== input || input.tagName === "SELECT") input.value = String(p[name]);
       let disabled = locked.has(name), why = disabled ? "fixed by the array you passed" : "";
       if (PAD_PARAMS.includes(name) && p.padding !== "EXPLICIT") { disabled = true; why = "used with EXPLICIT padding only"; }
-      if (name === "multiplier" && p.op !== "filter_grad") { disabled = true; why = "used by the depthwise filter gradient only"; }
+      if (name === "multiplier" && p.op !== "depthwise_filter_grad") { disabled = true; why = "used by the depthwise filter gradient only"; }
       input.disabled = disabled;
       input.title = why || ARIA_LABELS[name] || "";
       const field = input.closest(".cvz-field");
@@ -265,7 +265,7 @@ class ExplorerView {
       `stride ${pair(p.stride_h, p.stride_w)}`, `dilation ${pair(p.dilation_h, p.dilation_w)}`,
       `${p.padding} (pads top ${g.rows.before}, bottom ${g.rows.after}, left ${g.cols.before}, right ${g.cols.after})`];
     if (!g.error) parts.push(`output ${g.rows.out}\u00d7${g.cols.out}`);
-    if (p.op === "filter_grad") parts.push(`multiplier ${p.multiplier}`);
+    if (p.op === "depthwise_filter_grad") parts.push(`multiplier ${p.multiplier}`);
     this.q(".cvz-subtitle").textContent = parts.join(" \u00b7 ");
   }
 
@@ -674,7 +674,7 @@ class ExplorerView {
       if (a.c >= g.cols.input) notes.push(core.paddingReason(g, "cols", false));
       notes.push(core.PADDING_HOLDS);
       const lit = [];
-      if (op === "forward" || op === "filter_grad") {
+      if (op === "forward" || op === "depthwise_filter_grad") {
         // the windows that read this zero
         for (const t of core.cellTerms(g, a.r, a.c))
           lit.push(op === "forward" ? { panel: "y", r: t.oh, c: t.ow, cls: "cvz-target" } : { panel: "dw", r: t.kh, c: t.kw, cls: "cvz-in" });
@@ -719,7 +719,7 @@ class ExplorerView {
                  note: "The lit dL/dx cells form a lattice with the stride's spacing, shifted by tap \u00d7 dilation." };
       }
     }
-    if (op === "filter_grad") {
+    if (op === "depthwise_filter_grad") {
       if (a.panel === "dw") {
         const m = a.ch;
         for (const t of core.tapTerms(g, a.r, a.c)) if (t.pad) lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });

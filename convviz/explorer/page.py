@@ -2,9 +2,10 @@
 
 The page inlines the same ES module and stylesheet as the widget and mounts it
 with a small model backed by a plain object and the URL query, so a course can
-link to a preset (``explorer.html?input=7x9&stride=2&padding=VALID&op=filter_grad``)
-and every control change rewrites the query.  The numbers are computed in the
-page by ``core.js``, which the tests hold equal to convviz's kernels.
+link to a preset (``explorer.html?input=7x9&stride=2&padding=VALID&op=depthwise_filter_grad``;
+links with the old ``op=filter_grad`` still open it) and every control change
+rewrites the query.  The numbers are computed in the page by ``core.js``, which
+the tests hold equal to convviz's kernels.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def page_html(x: Any = None, W: Any = None, dy: Any = None, *, title: str = "con
     Examples
     --------
     >>> from convviz.explorer import page_html
-    >>> page = page_html(input=8, stride=3, padding="VALID", op="filter_grad")
+    >>> page = page_html(input=8, stride=3, padding="VALID", op="depthwise_filter_grad")
     >>> page.startswith("<!doctype html>"), "http" in page.split("<body>")[1]
     (True, False)
     """

@@ -131,7 +131,7 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
     """Open the explorer: point at a number and see the cells and the worked sum that make it.
 
     Three ops, each a row of numbered panels: ``"input_grad"`` (W and dL/dy give
-    dL/dx), ``"filter_grad"`` (x and dL/dy give the depthwise dL/dW, with a channel
+    dL/dx), ``"depthwise_filter_grad"`` (x and dL/dy give the depthwise dL/dW, with a channel
     multiplier) and ``"forward"`` (x and W give y).  Hover or focus a cell to light up
     the cells that make it or that it reaches, with the worked sum written out; click
     or Enter pins it, arrow keys move, Escape clears; play walks the output cell by
@@ -145,8 +145,9 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
         (``x`` and ``dy`` in ``data_format``, batch 0; ``W`` as HWIO), one channel
         picked by ``channel``.  ``x`` fixes the input size and ``W`` the kernel size;
         ``dy`` must have the output's shape.
-    op : {"input_grad", "filter_grad", "forward"}, optional
-        Default: what the arrays given make, else ``"input_grad"``.
+    op : {"input_grad", "depthwise_filter_grad", "forward"}, optional
+        Default: what the arrays given make, else ``"input_grad"``.  The old name
+        ``"filter_grad"`` still means ``"depthwise_filter_grad"`` (with a DeprecationWarning).
     input, kernel, stride, dilation : int, (int, int) or "HxW", optional
         Sizes and steps, rows and columns (defaults 6, 3, 2, 1).
     padding : {"SAME", "VALID", "EXPLICIT"}, optional
@@ -154,7 +155,7 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
     pads : (int, int, int, int), optional
         Explicit pads (top, bottom, left, right).
     multiplier : int, optional
-        Depthwise channel multiplier (``filter_grad``), 1 to 4.
+        Depthwise channel multiplier (``depthwise_filter_grad``), 1 to 4.
     seed : int, optional
         Seed of the example numbers.
     values : {"integers", "decimals"}, optional

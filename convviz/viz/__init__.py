@@ -10,7 +10,8 @@ Start from a :class:`Setup` (sizes, strides, dilations, padding, and your own
   zero-insertion + padding + flipped-kernel correlation;
 * :func:`depthwise` -- one tap of the depthwise filter gradient;
 * :func:`card` -- the geometry with its formulas filled in;
-* :func:`animate_input_gradient`, :func:`animate_filter_gradient` -- animations.
+* :func:`animate_input_gradient`, :func:`animate_depthwise_filter_gradient` -- animations
+  (``animate_filter_gradient`` is a deprecated alias of the second).
 
 :func:`save` writes any of them by extension (``.png``, ``.svg``, ``.pdf``,
 ``.gif``, ``.mp4``, ``.html``); :func:`to_html` shows an animation in a
@@ -29,13 +30,26 @@ Examples
 []
 """
 
+from typing import Any
+
 from . import checks
 from ._save import save, to_html
 from ._style import THEMES, Theme, current as current_theme, theme_context, use_theme
-from .animate import animate_filter_gradient, animate_input_gradient
-from .setup import Setup
+from .animate import animate_depthwise_filter_gradient, animate_input_gradient
+from .setup import Setup, warn_renamed
 from .views import card, coverage, depthwise, scatter, scatter_vs_gather
 
-__all__ = ["THEMES", "Setup", "Theme", "animate_filter_gradient", "animate_input_gradient", "card", "checks",
-           "coverage", "current_theme", "depthwise", "save", "scatter", "scatter_vs_gather", "theme_context",
-           "to_html", "use_theme"]
+__all__ = ["THEMES", "Setup", "Theme", "animate_depthwise_filter_gradient", "animate_input_gradient", "card",
+           "checks", "coverage", "current_theme", "depthwise", "save", "scatter", "scatter_vs_gather",
+           "theme_context", "to_html", "use_theme"]
+
+#: Old names that still work, each warning (DeprecationWarning) with its new name.
+_RENAMED = {"animate_filter_gradient": "animate_depthwise_filter_gradient"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warn_renamed(f"convviz.viz.{name}", f"convviz.viz.{new}", stacklevel=3)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

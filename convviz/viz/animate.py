@@ -1,4 +1,4 @@
-"""Animations: the input gradient built output cell by output cell, dW built tap by tap.
+"""Animations: the input gradient built output cell by output cell, the depthwise dW built tap by tap.
 
 Both return a :class:`matplotlib.animation.FuncAnimation`;
 :func:`convviz.viz.save` renders its frames once and writes them as a GIF (one
@@ -16,11 +16,11 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from . import _style as style
-from .setup import Setup
+from .setup import Setup, warn_renamed
 from .views import (_depthwise_numbers, _depthwise_subtitle, _figure, _labels, _lattice_handles, _lattice_marks,
                     _legend, _padded_canvas, _padded_width, _padding_patch, _titles)
 
-__all__ = ["animate_filter_gradient", "animate_input_gradient"]
+__all__ = ["animate_depthwise_filter_gradient", "animate_input_gradient"]
 
 
 def _contributions(setup: Setup, batch: int, in_channel: int,
@@ -141,9 +141,9 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
 
 
 @style.themed
-def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, multiplier: int = 0,
-                            interval: int = 600) -> animation.FuncAnimation:
-    """dW filled in tap by tap: each frame shows the input lattice one tap reads and the sum it yields.
+def animate_depthwise_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, multiplier: int = 0,
+                                      interval: int = 600) -> animation.FuncAnimation:
+    """The depthwise dW filled in tap by tap: each frame shows the input lattice one tap reads and the sum it yields.
 
     Left: the input with the cells the current tap reads.  Middle: those cells
     times dL/dy, cell by cell, and their sum.  Right: dW so far, the current
@@ -151,8 +151,8 @@ def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, m
 
     Examples
     --------
-    >>> from convviz.viz import Setup, animate_filter_gradient
-    >>> anim = animate_filter_gradient(Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME"))
+    >>> from convviz.viz import Setup, animate_depthwise_filter_gradient
+    >>> anim = animate_depthwise_filter_gradient(Setup(input_hw=6, kernel_hw=3, strides=2, padding="SAME"))
     >>> anim._save_count  # 9 taps, then the final frame
     10
     """
@@ -214,3 +214,11 @@ def animate_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, m
     anim = animation.FuncAnimation(fig, draw, frames=n_taps + 1, interval=interval, blit=False)
     anim.final_frame = dw
     return anim
+
+
+def __getattr__(name: str) -> Any:
+    # The old name, kept working (with a DeprecationWarning) for code that imported it from here.
+    if name == "animate_filter_gradient":
+        warn_renamed(f"{__name__}.{name}", f"{__name__}.animate_depthwise_filter_gradient")
+        return animate_depthwise_filter_gradient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from matplotlib.patches import Patch, Rectangle
 from . import _style as style
 from ._render import settle
 from ._save import save
-from .animate import animate_filter_gradient, animate_input_gradient
+from .animate import animate_depthwise_filter_gradient, animate_input_gradient
 from .setup import Setup
 from .views import _labels, _padded_canvas, _size, card, coverage, depthwise, scatter, scatter_vs_gather
 
@@ -134,9 +134,11 @@ ENTRIES: list[Entry] = [
     Entry("14_input_gradient_cell_by_cell",
           "The input gradient built one dL/dy cell at a time (kernel 3, stride 2: watch the overlaps add up).",
           lambda: animate_input_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")), True),
+    # The file name stays as it was: pages outside the repository link to it.
     Entry("15_filter_gradient_tap_by_tap",
           "The depthwise filter gradient filled in tap by tap, each tap with the input lattice it reads.",
-          lambda: animate_filter_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")), True),
+          lambda: animate_depthwise_filter_gradient(Setup(input_hw=7, kernel_hw=3, strides=2, padding="SAME")),
+          True),
 ]
 
 

@@ -10,6 +10,7 @@ the caller's own arrays (``x``, ``W``, ``dy``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -230,10 +231,12 @@ class Setup:
            [ 0., -1.,  0., -1.],
            [ 1.,  0.,  1.,  0.],
            [ 0., -1.,  0., -1.]])
-    >>> mine.replace(strides=1)
-    Traceback (most recent call last):
-    ...
-    convviz._validate.InvalidArgumentError: dy must have shape (3, 3) (out rows, out cols) for input 4x4, kernel 2x2, stride 1, VALID, got (2, 2)
+    >>> from convviz import InvalidArgumentError
+    >>> try:
+    ...     mine.replace(strides=1)
+    ... except InvalidArgumentError as err:
+    ...     print(err)
+    dy must have shape (3, 3) (out rows, out cols) for input 4x4, kernel 2x2, stride 1, VALID, got (2, 2)
     """
 
     input_hw: tuple[int, int] | None = None
@@ -402,10 +405,12 @@ class Setup:
         --------
         >>> import numpy as np
         >>> s = Setup(x=np.ones((6, 6)), dy=np.ones((4, 4)), padding="VALID")
-        >>> s.replace(padding="SAME", kernel_hw=5).geometry.output_hw
-        Traceback (most recent call last):
-        ...
-        convviz._validate.InvalidArgumentError: dy must have shape (6, 6) (out rows, out cols) for input 6x6, kernel 5x5, stride 1, SAME (pads t2 b2 l2 r2), got (4, 4)
+        >>> from convviz import InvalidArgumentError
+        >>> try:
+        ...     s.replace(padding="SAME", kernel_hw=5)
+        ... except InvalidArgumentError as err:
+        ...     print(err)
+        dy must have shape (6, 6) (out rows, out cols) for input 6x6, kernel 5x5, stride 1, SAME (pads t2 b2 l2 r2), got (4, 4)
         """
         for name in self._inferred:
             changes.setdefault(name, None)
@@ -491,7 +496,7 @@ class Setup:
         return self._layout(self._draw((n, h, w, c), _GRADIENT_VALUES, 2 + depthwise))
 
     def input(self) -> np.ndarray:
-        """The convolution's input x (for the filter gradient), in ``data_format`` order (yours, or drawn)."""
+        """The convolution's input x (for the depthwise filter gradient), in ``data_format`` order (yours, or drawn)."""
         if self.x is not None:
             return np.array(self._array4("x"))
         n, (h, w), c = self.batch, self.input_hw, self.in_channels
@@ -514,11 +519,22 @@ class Setup:
         dy = self.out_backprop() if out_backprop is None else out_backprop
         return ops.conv2d_backprop_input(list(self.geometry.input_shape), self.filter(), dy, **self._op_kwargs())
 
-    def filter_gradient(self) -> np.ndarray:
-        """dL/dW of the depthwise convolution ``[KH, KW, C, M]``, from the convviz kernel."""
+    def depthwise_filter_gradient(self) -> np.ndarray:
+        """dL/dW of the depthwise convolution ``[KH, KW, C, M]``, from the convviz kernel.
+
+        Examples
+        --------
+        >>> Setup(input_hw=6, kernel_hw=3, in_channels=2, multiplier=3).depthwise_filter_gradient().shape
+        (3, 3, 2, 3)
+        """
         sizes = [*self.kernel_hw, self.in_channels, self.multiplier]
         return ops.depthwise_conv2d_native_backprop_filter(
             self.input(), sizes, self.out_backprop(depthwise=True), **self._op_kwargs())
+
+    def filter_gradient(self) -> np.ndarray:
+        """Deprecated: :meth:`depthwise_filter_gradient` (the name a dense filter gradient would share)."""
+        warn_renamed("Setup.filter_gradient", "Setup.depthwise_filter_gradient")
+        return self.depthwise_filter_gradient()
 
     # -- 2-D slices, whatever the layout -------------------------------------------
     def plane(self, array: np.ndarray, batch: int = 0, channel: int = 0, name: str = "channel") -> np.ndarray:
@@ -554,14 +570,25 @@ class Setup:
         check_index("channel", channel, self.in_channels, f"for this setup ({self.in_channels} input channels)")
         check_index("multiplier", multiplier, self.multiplier, f"for this setup (channel multiplier {self.multiplier})")
 
-    def filter_gradient_plane(self, channel: int = 0, multiplier: int = 0) -> np.ndarray:
+    def depthwise_filter_gradient_plane(self, channel: int = 0, multiplier: int = 0) -> np.ndarray:
         """The ``[KH, KW]`` depthwise filter gradient of ``channel`` and its ``multiplier``-th output."""
         self.check_depthwise_channel(channel, multiplier)
-        return self.filter_gradient()[:, :, channel, multiplier]
+        return self.depthwise_filter_gradient()[:, :, channel, multiplier]
+
+    def filter_gradient_plane(self, channel: int = 0, multiplier: int = 0) -> np.ndarray:
+        """Deprecated: :meth:`depthwise_filter_gradient_plane`."""
+        warn_renamed("Setup.filter_gradient_plane", "Setup.depthwise_filter_gradient_plane")
+        return self.depthwise_filter_gradient_plane(channel, multiplier)
 
 
 def _rebuild(arguments: dict[str, Any]) -> Setup:
     return Setup(**arguments)
+
+
+def warn_renamed(old: str, new: str, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is a deprecated alias of ``new`` (``stacklevel`` 3: the caller of the alias)."""
+    warnings.warn(f"{old} is deprecated, use {new}: it computes the depthwise filter gradient, and the old "
+                  f"name would clash with a dense filter gradient", DeprecationWarning, stacklevel=stacklevel)
 
 
 def check_index(name: str, value: Any, size: int, where: str) -> int:

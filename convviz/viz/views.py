@@ -534,7 +534,7 @@ def _depthwise_numbers(setup: Setup, tap: tuple[int, int], batch: int, channel: 
     valid = (rows[:, None] >= 0) & (rows[:, None] < h) & (cols[None, :] >= 0) & (cols[None, :] < w)
     sampled = np.where(valid, x[np.clip(rows, 0, h - 1)[:, None], np.clip(cols, 0, w - 1)[None, :]], 0.0)
     return dict(g=g, tap=(kh, kw), x=x, dy=dy, rows=rows, cols=cols, valid=valid, products=sampled * dy,
-                dw=setup.filter_gradient_plane(channel, multiplier))
+                dw=setup.depthwise_filter_gradient_plane(channel, multiplier))
 
 
 def _lattice_marks(ax: Axes, rows: np.ndarray, cols: np.ndarray, valid: np.ndarray) -> Any:

@@ -52,11 +52,24 @@ test("the hash is fixed (Python mirrors these values)", () => {
 
 test("the URL query round-trips and bad values fall back to defaults", () => {
   const p = core.normalize({ input_h: 7, input_w: 9, stride_h: 2, stride_w: 3, padding: "EXPLICIT",
-                             pad_top: 1, pad_bottom: 0, pad_left: 2, pad_right: 1, op: "filter_grad", multiplier: 2, seed: 5 });
+                             pad_top: 1, pad_bottom: 0, pad_left: 2, pad_right: 1, op: "depthwise_filter_grad", multiplier: 2, seed: 5 });
   assert.deepEqual(core.normalize(core.parseQuery(core.toQuery(p))), p);
   const q = core.parseQuery("?input=5&kernel=2x4&padding=valid&op=nonsense&stride=999");
   assert.deepEqual([q.input_h, q.input_w, q.kernel_h, q.kernel_w, q.padding, q.op, q.stride_h],
                    [5, 5, 2, 4, "VALID", "input_grad", 6]);
+});
+
+test("the old op name filter_grad still opens the depthwise filter gradient", () => {
+  assert.deepEqual(core.OP_ALIASES, { filter_grad: "depthwise_filter_grad" });
+  const q = core.parseQuery("?op=filter_grad&multiplier=2");
+  assert.deepEqual([q.op, q.multiplier], ["depthwise_filter_grad", 2]);
+  assert.equal(core.normalize({ op: "filter_grad" }).op, "depthwise_filter_grad");
+  assert.match(core.toQuery(q), /op=depthwise_filter_grad&multiplier=2/);
+  const old = core.compute({ op: "filter_grad", multiplier: 2, seed: 3 });
+  const now = core.compute({ op: "depthwise_filter_grad", multiplier: 2, seed: 3 });
+  assert.equal(old.output, "dw");
+  assert.deepEqual(old.tensors.dw, now.tensors.dw);
+  assert.ok(!core.OPS.includes("filter_grad"));
 });
 
 test("text on any palette colour meets WCAG AA (4.5:1)", () => {
