@@ -166,7 +166,8 @@ def test_the_page_is_one_offline_file(tmp_path):
 
 def test_the_old_op_name_filter_grad_still_works_and_warns(tmp_path, capsys):
     """op="filter_grad" (the name before a dense filter gradient could claim it) is depthwise_filter_grad."""
-    with pytest.warns(DeprecationWarning, match="op='filter_grad' is deprecated, use op='depthwise_filter_grad'") as w:
+    renamed = "op='filter_grad' is deprecated, use op='depthwise_filter_grad'"
+    with pytest.warns(DeprecationWarning, match=renamed) as w:
         ex = explore(op="filter_grad", input=7, stride=2, multiplier=2, seed=4)
     assert w[0].filename == __file__  # pointed at the caller, so a notebook shows it
     now = explore(op="depthwise_filter_grad", input=7, stride=2, multiplier=2, seed=4)
