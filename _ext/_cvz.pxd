@@ -13,6 +13,17 @@ cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     int isa_best()
     bint isa_compiled(int isa)
 
+# The scratch bytes of a module's most recent kernel call, per thread (C++
+# thread_local: concurrent calls never see each other's, and it costs nothing).
+cdef extern from *:
+    """
+    static thread_local size_t cvz_scratch_record = 0;
+    static inline void cvz_record_scratch(size_t bytes) { cvz_scratch_record = bytes; }
+    static inline size_t cvz_recorded_scratch(void) { return cvz_scratch_record; }
+    """
+    void record_scratch "cvz_record_scratch"(size_t bytes) nogil
+    size_t recorded_scratch "cvz_recorded_scratch"() nogil
+
 
 cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:
     """The 4 strides of ``array`` in elements (the kernels index elements, NumPy counts bytes)."""

@@ -234,13 +234,27 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
                        (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
+// Whether v is NaN or infinite (exponent bits all ones), without a branch.
+template <class T>
+static inline bool nonfinite_bits(T v) {
+    if constexpr (sizeof(T) == 4) {
+        std::uint32_t b;
+        std::memcpy(&b, &v, 4);
+        return (b & 0x7f800000u) == 0x7f800000u;
+    } else {
+        std::uint64_t b;
+        std::memcpy(&b, &v, 8);
+        return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+    }
+}
+
 // Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
 // zero in the padding channels, so a tile reads contiguous input channels.
 // Notes whether any weight is NaN or infinite (then edge tiles go exact).
 template <class T>
 static void conv2d_input_grad_pack(Conv2dInputGradArgs* a) {
     T* packed = (T*)a->packed;
-    bool finite = true;
+    bool nonfinite = false;
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw)
             for (idx g = 0; g < a->G; ++g)
@@ -249,11 +263,11 @@ static void conv2d_input_grad_pack(Conv2dInputGradArgs* a) {
                     idx src = kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + co) * a->w_s[3];
                     for (idx ci = 0; ci < a->cin_g; ++ci) {
                         dst[ci] = load_as<T>(a->w, a->w_type, src + ci * a->w_s[2]);
-                        finite = finite && std::isfinite(dst[ci]);
+                        nonfinite |= nonfinite_bits(dst[ci]);
                     }
                     for (idx ci = a->cin_g; ci < a->cin_g_pad; ++ci) dst[ci] = 0;
                 }
-    a->exact_edges = !finite;
+    a->exact_edges = nonfinite;
 }
 
 // dy pixels [first, last) of one row (pixel pitch `pitch`, cout_g channels used):
@@ -282,7 +296,7 @@ static inline const T* input_grad_dy_window(const T* src_row, idx first, idx las
 // element the terms are added in the order of the fast tiles: rows, output
 // channels, then the row's taps from last to first.
 template <class T, int NRV>
-static void input_grad_tile_exact(const T* const* a_rows, const T* const* b_taps, idx n_rows, idx kwt, idx dstep,
+CVZ_NOINLINE static void input_grad_tile_exact(const T* const* a_rows, const T* const* b_taps, idx n_rows, idx kwt, idx dstep,
                                   const idx* tap_ow0, idx j0, idx OW, idx a_pixel_stride, idx K, idx b_row_stride,
                                   T* out, idx out_pixel_stride, idx n_pixels) {
     typedef Simd<T> S;
@@ -314,8 +328,8 @@ static inline bool input_grad_edge_tile(const idx* tap_ow0, idx n_taps, idx j0, 
 // tiles of MR pixels (smaller at the end), every tap of the phase.  A tile reads
 // dy in place when all its windows lie inside [0, OW); an edge tile gives the
 // taps that cross the border a zero-padded copy (same pixel pitch as dy), or
-// with EXACT goes through input_grad_tile_exact.
-template <class T, int MR, int NRV, bool EXACT>
+// with a non-finite filter goes through input_grad_tile_exact.
+template <class T, int MR, int NRV>
 static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
                                 idx c_end, idx r, idx n_pix, idx n_taps, T* out_base, idx out_pixel,
                                 idx out_group) {
@@ -345,13 +359,12 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
                               (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
         }
         idx done = 0;
-        bool exact = false;
-        if constexpr (EXACT) exact = input_grad_edge_tile(s.tap_ow0, n_taps, j0, rest < shape ? rest : shape, a->OW);
+        const bool exact = a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_taps, j0, rest < shape ? rest : shape, a->OW);
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
             for (idx t = 0; t < n_taps; ++t)
                 s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-            if (EXACT && exact) {
+            if (exact) {
                 done = rest < shape ? rest : shape;
                 input_grad_tile_exact<T, NRV>(s.a_ptrs, s.b_ptrs, n_taps, 1, 0, s.tap_ow0, j0, a->OW, a_stride,
                                               a->cout_g, cin_g_pad, out, a->sw * out_pixel, done);
@@ -368,8 +381,8 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
 // One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors,
 // with fused tiles: each tile reads, per kernel row, one dy window of
 // shape + (kwt-1)*dstep pixels (in place, or staged zero-padded at the edges),
-// shared by all its channel blocks.  With EXACT, edge tiles go exact.
-template <class T, int NRV, bool EXACT>
+// shared by all its channel blocks.  With a non-finite filter, edge tiles go exact.
+template <class T, int NRV>
 static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
                                  idx c_end, idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base,
                                  idx out_pixel, idx out_group) {
@@ -399,8 +412,7 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
                                                      s.stage + slot * mr_max * a->KW * pitch);  // room for a window
         }
         const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
-        bool exact = false;
-        if constexpr (EXACT) exact = input_grad_edge_tile(s.tap_ow0, n_slots * kwt, j0, np, a->OW);
+        const bool exact = a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_slots * kwt, j0, np, a->OW);
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
             for (idx slot = 0; slot < n_slots; ++slot)
                 for (idx i = 0; i < kwt; ++i) {
@@ -408,7 +420,7 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
                     s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
                 }
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-            if (EXACT && exact)
+            if (exact)
                 input_grad_tile_exact<T, NRV>(s.a_ptrs, s.b_ptrs, n_slots, kwt, dstep, s.tap_ow0, j0, a->OW, a_stride,
                                               a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
             else
@@ -418,9 +430,9 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
     }
 }
 
-// Compute one input row dx[n, ih, :, :] (row = n * H + ih); EXACT: see above.
-template <class T, bool EXACT>
-static void input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scratch) {
+// Compute one input row dx[n, ih, :, :] (row = n * H + ih).
+template <class T>
+static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scratch) {
     typedef Simd<T> S;
     InputGradScratch<T> s = input_grad_scratch<T>(a, raw_scratch);
     const idx n = row / a->H, ih = row % a->H;
@@ -510,18 +522,18 @@ static void input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scra
             idx fused_shape = 0;
             if (wide_end > 0) {
                 if (fusable && input_grad_fused_for<T, 2>(kwt, dstep, n_pix, &fused_shape) != nullptr)
-                    input_grad_row_fused<T, 2, EXACT>(a, s, n, g, 0, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
+                    input_grad_row_fused<T, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
                                                out_pixel, out_group);
                 else
-                    input_grad_row_pass<T, MR2, 2, EXACT>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base,
+                    input_grad_row_pass<T, MR2, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base,
                                                        out_pixel, out_group);
             }
             if (wide_end < cin_g_pad) {
                 if (fusable && input_grad_fused_for<T, 1>(kwt, dstep, n_pix, &fused_shape) != nullptr)
-                    input_grad_row_fused<T, 1, EXACT>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_slots, kwt, dstep,
+                    input_grad_row_fused<T, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_slots, kwt, dstep,
                                                out_base, out_pixel, out_group);
                 else
-                    input_grad_row_pass<T, MR1, 1, EXACT>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_taps, out_base,
+                    input_grad_row_pass<T, MR1, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_taps, out_base,
                                                        out_pixel, out_group);
             }
         }
@@ -533,12 +545,4 @@ static void input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scra
             scatter_rows<T>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2], a->cin_g,
                             a->dx_s[3], s.out_row + g * cin_g_pad, G * cin_g_pad);
     }
-}
-
-template <class T>
-static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scratch) {
-    if (a->exact_edges)
-        input_grad_row<T, true>(a, row, raw_scratch);
-    else
-        input_grad_row<T, false>(a, row, raw_scratch);
 }

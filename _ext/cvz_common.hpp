@@ -29,6 +29,13 @@
 #define CVZ_UNROLL(n)
 #endif
 
+// Keep a rarely taken path out of its caller's hot loop.
+#if defined(_MSC_VER)
+#define CVZ_NOINLINE __declspec(noinline)
+#else
+#define CVZ_NOINLINE __attribute__((noinline))
+#endif
+
 namespace cvz {
 
 typedef std::ptrdiff_t idx;

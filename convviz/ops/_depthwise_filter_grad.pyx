@@ -20,9 +20,8 @@ most recent value (the benchmark counts it as memory beyond the output).
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport element_strides, free_aligned, idx, scratch_alloc, threads_for
-
-import threading
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, scratch_alloc,
+                   threads_for)
 
 cnp.import_array()
 
@@ -48,13 +47,9 @@ cdef extern from "depthwise_filter_grad.hpp" namespace "cvz" nogil:
                                      const idx* ow_first, const idx* ow_last)
     void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end)
 
-# Per thread: concurrent calls must not see each other's numbers.
-_calls = threading.local()
-
-
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return getattr(_calls, "scratch_bytes", 0)
+    return recorded_scratch()
 
 
 def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
@@ -128,6 +123,6 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
         free_aligned(a.partial)
         free_aligned(scratch)
         free_aligned(first)
-    used = partial_bytes + scratch_bytes * threads
-    _calls.scratch_bytes = used
+    cdef size_t used = partial_bytes + scratch_bytes * threads
+    record_scratch(used)
     return used

@@ -23,9 +23,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport element_strides, free_aligned, idx, scratch_alloc, threads_for
-
-import threading
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, scratch_alloc,
+                   threads_for)
 
 cnp.import_array()
 
@@ -50,13 +49,9 @@ cdef extern from "conv2d_input_grad.hpp" namespace "cvz" nogil:
     void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
     void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch)
 
-# Per thread: concurrent calls must not see each other's numbers.
-_calls = threading.local()
-
-
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return getattr(_calls, "scratch_bytes", 0)
+    return recorded_scratch()
 
 
 def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
@@ -119,8 +114,8 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     finally:
         free_aligned(a.packed)
         free_aligned(scratch)
-    used = packed_bytes + scratch_bytes * threads
-    _calls.scratch_bytes = used
+    cdef size_t used = packed_bytes + scratch_bytes * threads
+    record_scratch(used)
     return used
 
 
@@ -207,5 +202,5 @@ def input_grad_int32(
             for row in prange(rows, num_threads=threads, schedule="static"):
                 _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
                          stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
-    _calls.scratch_bytes = 0
+    record_scratch(0)
     return 0
