@@ -52,8 +52,8 @@ CASES = {  # name -> URL query (input 24x24, kernel 5x5, SAME)
     "24x24 k5 s1": "input=24&kernel=5&stride=1&dilation=1&padding=SAME",
     "24x24 k5 s2": "input=24&kernel=5&stride=2&dilation=1&padding=SAME",
 }
-OPS = ("input_grad", "filter_grad", "forward")
-HOVER_PANELS = {"input_grad": ("dx", "dy", "w"), "filter_grad": ("dw", "x", "dy"), "forward": ("y", "x", "w")}
+OPS = ("input_grad", "depthwise_filter_grad", "forward")
+HOVER_PANELS = {"input_grad": ("dx", "dy", "w"), "depthwise_filter_grad": ("dw", "x", "dy"), "forward": ("y", "x", "w")}
 PANEL_NAMES = {"x": "x cell", "w": "W tap", "dy": "dy cell", "dx": "dx cell", "dw": "dW tap", "y": "y cell"}
 # control -> (value to flip to, the case's own value); kernel_w keeps the output size under SAME
 CHANGES = {"seed": ("1", "0"), "kernel_w": ("3", "5"), "padding": ("VALID", "SAME")}
