@@ -34,6 +34,7 @@ try:
 except ImportError:  # setuptools < 69
     from distutils.dep_util import newer_group
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 EXT_DIR = "_ext"
 
 # Extension modules: dotted name -> (Cython source, the project's own C++ from
@@ -44,8 +45,8 @@ EXTENSIONS = {
     "convviz.ops._depthwise_filter_grad": ("convviz/ops/_depthwise_filter_grad.pyx", ["depthwise_filter_grad.cpp"]),
 }
 
-# Where these modules were built before they moved: removed on in-place builds
-# so that no stale copy can be imported.
+# Where the op modules were built before they moved beside their wrappers:
+# in-place and editable builds delete copies left there, so none is imported.
 STALE = ["convviz/_input_grad", "convviz/_depthwise_filter_grad"]
 
 HEADERS = sorted(glob.glob(os.path.join(EXT_DIR, "*.hpp")) + glob.glob(os.path.join(EXT_DIR, "*.pxd")))
@@ -121,12 +122,16 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args) + optimise + (flags or [])
             ext.extra_link_args = list(ext.extra_link_args) + (flags or [])
+        super().build_extensions()
+
+    def run(self) -> None:
+        super().run()
         if self.inplace or getattr(self, "editable_mode", False):
             for stem in STALE:
-                for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd"):
-                    print(f"convviz: removing stale {path}", file=sys.stderr)
+                pattern = os.path.join(HERE, stem)
+                for path in glob.glob(pattern + ".*.so") + glob.glob(pattern + ".*.pyd"):
+                    print(f"convviz: removing stale {os.path.relpath(path, HERE)}", file=sys.stderr)
                     os.remove(path)
-        super().build_extensions()
 
     def build_extension(self, ext: Extension) -> None:
         own = [os.path.join(EXT_DIR, source) for source in EXTENSIONS[ext.name][1]]
@@ -161,6 +166,7 @@ def _extensions() -> list[Extension]:
             "wraparound": False,
             "cdivision": True,
             "initializedcheck": False,
+            "autotestdict": False,  # no __test__ dict: the stubs are the whole API
         },
     )
 

@@ -1,5 +1,6 @@
 # What every convviz kernel module shares: the index type, aligned scratch
-# memory (cvz_common.hpp), the ISA codes (cvz_isa.hpp), and small helpers.
+# memory (cvz_common.hpp), the ISA codes (cvz_isa.hpp), the per-thread scratch
+# record (cvz_scratch_record.hpp), and small helpers.
 # Each op's module declares its own kernel (its _ext/<op>.hpp) itself.
 # This file and _openmp.pxd stay in _ext/, on Cython's include path (setup.py).
 cimport numpy as cnp
@@ -13,16 +14,11 @@ cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     int isa_best()
     bint isa_compiled(int isa)
 
-# The scratch bytes of a module's most recent kernel call, per thread (C++
-# thread_local: concurrent calls never see each other's, and it costs nothing).
-cdef extern from *:
-    """
-    static thread_local size_t cvz_scratch_record = 0;
-    static inline void cvz_record_scratch(size_t bytes) { cvz_scratch_record = bytes; }
-    static inline size_t cvz_recorded_scratch(void) { return cvz_scratch_record; }
-    """
-    void record_scratch "cvz_record_scratch"(size_t bytes) nogil
-    size_t recorded_scratch "cvz_recorded_scratch"() nogil
+# Scratch bytes of the module's most recent kernel call, per thread (a C++
+# thread_local: no Python-level cost per call).
+cdef extern from "cvz_scratch_record.hpp" nogil:
+    void record_scratch "cvz_record_scratch"(size_t bytes)
+    size_t recorded_scratch "cvz_recorded_scratch"()
 
 
 cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:

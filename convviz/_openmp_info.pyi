@@ -1,0 +1,26 @@
+"""Types of the Cython module ``convviz._openmp_info`` (see ``_openmp_info.pyx``)."""
+
+from typing import Final, Literal
+
+_IsaName = Literal["generic", "avx2", "avx512"]
+
+# Indexed by the kernels' ISA codes.
+ISA_NAMES: Final[tuple[Literal["generic"], Literal["avx2"], Literal["avx512"]]]
+
+def openmp_enabled() -> bool:
+    """True when the kernels were compiled with OpenMP."""
+
+def max_threads() -> int:
+    """Threads a parallel region uses by default (honours OMP_NUM_THREADS)."""
+
+def num_procs() -> int:
+    """Processors OpenMP sees (1 in a serial build)."""
+
+def best_isa() -> _IsaName:
+    """Name of the best kernel variant this CPU runs."""
+
+def available_isas() -> tuple[_IsaName, ...]:
+    """Kernel variants compiled in and supported by this CPU, best first."""
+
+def threads_used(n_threads: int) -> int:
+    """Run an empty parallel loop on ``n_threads`` threads; return how many took part."""
