@@ -79,6 +79,10 @@ class Op:
     kernel : module
         The compiled CPU kernel module (its ``last_scratch_bytes()`` tells the
         benchmark the scratch memory of the calling thread's last call).
+    example : callable
+        ``example(rng, dtype, data_format, strides=(sh, sw), dilations=(dh, dw),
+        padding=...)`` -> a small random valid call (the op's arguments, then
+        the window's): what the op-generic tests run every op on.
     """
 
     name: str
@@ -92,6 +96,7 @@ class Op:
     run_gpu: Callable[[Any], Any]
     flops: Callable[[ConvGeometry], float]
     kernel: Any
+    example: Callable[..., tuple]
 
     @property
     def reference(self) -> Callable[..., np.ndarray]:
@@ -125,6 +130,27 @@ class Op:
         if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
             _remember(key, plan)
         return plan.run(*checked, call.n_threads)
+
+
+def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Random values exactly representable in ``dtype`` (small ints for int32), for examples and tests."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-4, 5, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def window_arguments(geometry: ConvGeometry, padding: str) -> tuple[list[int], str, list[int], str, list[int]]:
+    """The five TensorFlow window arguments (4-value form) that rebuild ``geometry``."""
+    from ..geometry import explicit_paddings
+
+    nchw = geometry.data_format == "NCHW"
+
+    def four(pair: tuple[int, int]) -> list[int]:
+        return [1, 1, *pair] if nchw else [1, *pair, 1]
+
+    pads = explicit_paddings(geometry.pads, geometry.data_format) if padding == "EXPLICIT" else []
+    return four(geometry.strides_hw), padding, pads, geometry.data_format, four(geometry.dilations_hw)
 
 
 # -- the plan cache -----------------------------------------------------------------

@@ -20,7 +20,7 @@ from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
 from ._docs import fill_doc
-from ._op import Op
+from ._op import Op, random_values, window_arguments
 
 try:
     from . import _depthwise_filter_grad as kernel
@@ -175,6 +175,17 @@ def flops(g: ConvGeometry) -> float:
     return 2.0 * g.batch * oh * ow * g.in_channels * g.multiplier * kh * kw
 
 
+def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
+            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
+    """A small random valid call: 3 channels, multiplier 2, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
+    geometry = ConvGeometry.build(
+        batch=2, input_hw=(7, 6), in_channels=3, out_channels=6, kernel_hw=(3, 2), strides=strides,
+        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), depthwise=True,
+        data_format=data_format)
+    return (random_values(rng, geometry.input_shape, dtype), list(geometry.filter_shape),
+            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
+
+
 OP = Op(
     name="depthwise_conv2d_native_backprop_filter",
     tf_name="DepthwiseConv2dNativeBackpropFilter",
@@ -187,6 +198,7 @@ OP = Op(
     run_gpu=run_on_gpu,
     flops=flops,
     kernel=kernel,
+    example=example,
 )
 
 

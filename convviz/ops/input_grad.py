@@ -24,7 +24,7 @@ try:
 except ImportError:  # TODO: until the kernel moves beside this module
     from .. import _input_grad as kernel  # type: ignore[no-redef]
 from ._docs import fill_doc
-from ._op import Op
+from ._op import Op, random_values, window_arguments
 
 __all__ = ["conv2d_backprop_input"]
 
@@ -172,6 +172,16 @@ def flops(g: ConvGeometry) -> float:
     return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
 
 
+def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
+            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
+    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
+    geometry = ConvGeometry.build(
+        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
+        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
+    return (list(geometry.input_shape), random_values(rng, geometry.filter_shape, dtype),
+            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
+
+
 OP = Op(
     name="conv2d_backprop_input",
     tf_name="Conv2DBackpropInput",
@@ -184,6 +194,7 @@ OP = Op(
     run_gpu=run_on_gpu,
     flops=flops,
     kernel=kernel,
+    example=example,
 )
 
 

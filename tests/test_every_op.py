@@ -1,0 +1,72 @@
+"""What every op must do, run over the registry (convviz.ops.OPS): a new op gets these
+tests by adding its record, with an ``example`` that builds a small valid call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import convviz
+from convviz.compat.tf import raw_ops
+from convviz.ops import OPS
+from helpers import assert_close_to_reference
+
+WINDOWS = [((1, 1), (1, 1)), ((2, 1), (1, 1)), ((1, 2), (2, 1)), ((3, 2), (2, 3))]
+ops = pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "bfloat16" if dtype.name == "bfloat16" else str(dtype)
+
+
+def _cases():
+    for op in OPS:
+        for dtype in op.dtypes:
+            for data_format in ("NHWC", "NCHW"):
+                for padding in ("SAME", "VALID", "EXPLICIT"):
+                    for strides, dilations in WINDOWS:
+                        yield pytest.param(op, dtype, data_format, padding, strides, dilations,
+                                           id=f"{op.name}-{_dtype_name(dtype)}-{data_format}-{padding}-s{strides}-d{dilations}")
+
+
+@pytest.mark.parametrize("op, dtype, data_format, padding, strides, dilations", list(_cases()))
+def test_matches_the_float64_reference(op, dtype, data_format, padding, strides, dilations, rng):
+    args = op.example(rng, dtype, data_format, strides, dilations, padding)
+    got = op.run(*args, None)
+    exact = op.reference(*args)
+    magnitudes = list(args)
+    for i in op.tensor_positions:
+        magnitudes[i] = np.abs(args[i].astype(np.float64))
+    bound = op.reference(*magnitudes)
+    assert_close_to_reference(got, exact, bound, _dtype_name(np.dtype(dtype)))
+
+
+@ops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_bitwise_the_same_for_any_thread_count(op, dtype, rng):
+    args = op.example(rng, dtype, "NHWC", (1, 1), (1, 1), "SAME")
+    results = [op.run(*args, n) for n in (1, 2, 3)]
+    for other in results[1:]:
+        assert other.tobytes() == results[0].tobytes()
+
+
+@ops
+def test_the_record_is_complete_and_public(op):
+    function = getattr(convviz, op.name)
+    assert function.__module__.startswith("convviz.ops.") and op.kernel.__name__.startswith("convviz.ops._")
+    assert "Examples" in function.__doc__ and "%(" not in function.__doc__, "docstring placeholders left unfilled"
+    assert callable(op.reference) and callable(getattr(raw_ops, op.tf_name))
+    assert set(op.tensors) <= set(op.args) and op.dtypes
+    assert op.kernel.last_scratch_bytes() >= 0
+
+
+@ops
+def test_bad_input_is_refused_before_any_work(op, rng):
+    args = list(op.example(rng, np.float32, "NHWC"))
+    args[op.args.index("out_backprop")] = args[op.args.index("out_backprop")][:, :-1]
+    with pytest.raises(convviz.InvalidArgumentError, match=f"^{op.name}: out_backprop must have shape"):
+        op.run(*args, None)
+    with pytest.raises(TypeError, match=f"^{op.name}: out_backprop must have the same dtype"):
+        args = list(op.example(rng, np.float32, "NHWC"))
+        args[op.args.index("out_backprop")] = args[op.args.index("out_backprop")].astype(np.float64)
+        op.run(*args, None)
