@@ -1,11 +1,15 @@
-"""The build: OpenMP compiled in here, and a working serial build without it."""
+"""The build: OpenMP compiled in here, a working serial build without it, the
+project's own C++ (_ext/*.cpp) warning-free under -Wall -Wextra -Werror with
+g++ and clang++, and typed stubs that match the compiled modules."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -42,33 +46,62 @@ def _asan_runtime() -> str | None:
     return found if os.path.isabs(found) and os.path.exists(found) else None
 
 
+# Under convviz/, everything a build writes (Cython's C++ and HTML, modules).
+BUILD_OUTPUTS = ("*.so", "*.pyd", "*.c", "*.cpp", "*.html", "__pycache__")
+
+
+def _build_copy(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
+    """Build a copy of the sources into tmp_path/lib (extension modules beside a
+    copy of the Python package); return lib and the build's output."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, source)
+    shutil.copytree(ROOT / "_ext", source / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "convviz", source / "convviz", ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
+    lib = tmp_path / "lib"
+    build = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "-j", "2", "--build-lib", str(lib), "--build-temp",
+         str(tmp_path / "tmp")],
+        cwd=source, env=env, capture_output=True, text=True, timeout=900)
+    log = build.stdout + build.stderr
+    assert build.returncode == 0, log[-4000:]
+    shutil.copytree(source / "convviz", lib / "convviz", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
+    return lib, log
+
+
+def _assert_own_code_strict_and_clean(log: str, compiler: str) -> None:
+    """Every _ext/*.cpp was compiled by `compiler` with -Wall -Wextra -Werror, and
+    the whole build printed no warning from an _ext/ file."""
+    own = [line for line in log.splitlines() if re.search(r"\s-c\s+_ext[/\\]\w+\.cpp\b", line)]
+    assert len(own) == len(list((ROOT / "_ext").glob("*.cpp"))), "\n".join(own) or log[-3000:]
+    for line in own:
+        assert line.split()[0].endswith(compiler), line
+        assert {"-Wall", "-Wextra", "-Werror"} <= set(line.split()), line
+    warnings = re.findall(r"^.*_ext[/\\][\w.]+:\d+(?::\d+)?: warning:.*$", log, flags=re.MULTILINE)
+    assert not warnings, "\n".join(warnings[:20])
+
+
 @pytest.mark.skipif(not (ROOT / "setup.py").exists() or shutil.which("gcc") is None,
                     reason="needs the source tree and gcc")
 def test_serial_sanitized_build(tmp_path):
     """A serial build (CONVVIZ_DISABLE_OPENMP=1) warns, reports no OpenMP, and computes
     the same numbers; built with AddressSanitizer (when gcc has it), the kernel tests
-    run clean: no out-of-bounds read or write in any SIMD variant."""
+    run clean: no out-of-bounds read or write in any SIMD variant.  The project's own
+    C++ compiles with -Wall -Wextra -Werror under g++ (also in the normal build)."""
     pytest.importorskip("Cython")
-    source = tmp_path / "src"
-    source.mkdir()
-    shutil.copy(ROOT / "setup.py", source)
-    shutil.copy(ROOT / "pyproject.toml", source)
-    shutil.copytree(ROOT / "_ext", source / "_ext", ignore=shutil.ignore_patterns("*.c", "*.cpp", "*.html"))
-    lib = tmp_path / "lib"
     asan = _asan_runtime()
     env = dict(os.environ, CONVVIZ_DISABLE_OPENMP="1")
+    for name in ("CC", "CXX", "LDSHARED", "LDCXXSHARED"):
+        env.pop(name, None)  # the platform's default compiler: gcc / g++ here
     if asan:
         env["CFLAGS"] = "-fsanitize=address -fno-omit-frame-pointer"
         env["LDFLAGS"] = "-fsanitize=address"
-    build = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(lib), "--build-temp",
-         str(tmp_path / "tmp")],
-        cwd=source, env=env, capture_output=True, text=True, timeout=900)
-    assert build.returncode == 0, build.stderr[-3000:]
-    assert "WITHOUT OpenMP" in build.stderr
-    # The Python package next to the serial extension modules.
-    shutil.copytree(ROOT / "convviz", lib / "convviz", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    lib, log = _build_copy(tmp_path, env)
+    assert "WITHOUT OpenMP" in log
+    _assert_own_code_strict_and_clean(log, "g++")
     run_env = dict(os.environ, PYTHONPATH=str(lib), ASAN_OPTIONS="detect_leaks=0")
     if asan:
         run_env["LD_PRELOAD"] = asan
@@ -82,10 +115,85 @@ def test_serial_sanitized_build(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "serial ok" in result.stdout
     tests = [str(ROOT / "tests" / name) for name in
-             ("test_kernels.py", "test_conversions.py", "test_oracle.py", "test_inputs.py", "test_errors.py")]
+             ("test_kernels.py", "test_conversions.py", "test_oracle.py", "test_inputs.py", "test_errors.py",
+              "test_nonfinite.py")]
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
         cwd=tmp_path, env=dict(run_env, CONVVIZ_ALLOW_SERIAL_BUILD="1"), capture_output=True, text=True,
         timeout=900)
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
     assert "passed" in result.stdout and "ERROR: AddressSanitizer" not in result.stderr
+
+
+CLANG_CHECK = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import convviz
+    from convviz import _openmp_info, reference
+    from convviz._backends import cpu
+
+    assert convviz.__file__.startswith(sys.argv[1]), convviz.__file__
+    rng = np.random.default_rng(7)
+    for isa in _openmp_info.available_isas():
+        with cpu.use_isa(isa):
+            w = rng.standard_normal((3, 3, 12, 20)).astype(np.float32)
+            dy = rng.standard_normal((2, 5, 10, 20)).astype(np.float32)
+            args = ([2, 9, 19, 12], w, dy, [1, 2, 2, 1], "SAME")
+            got = convviz.conv2d_backprop_input(*args, dilations=[1, 1, 1, 1])
+            exact = reference.conv2d_backprop_input(args[0], w.astype(np.float64), dy.astype(np.float64),
+                                                    *args[3:], dilations=[1, 1, 1, 1])
+            np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
+            x = rng.standard_normal((2, 9, 19, 24)).astype(np.float32)
+            dy = rng.standard_normal((2, 9, 19, 24)).astype(np.float32)
+            for dilation in (1, 2):
+                kwargs = dict(strides=[1, 1, 1, 1], padding="SAME", dilations=[1, dilation, dilation, 1])
+                got = convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 24, 1], dy, **kwargs)
+                exact = reference.depthwise_conv2d_native_backprop_filter(
+                    x.astype(np.float64), [3, 3, 24, 1], dy.astype(np.float64), **kwargs)
+                np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
+    print("clang ok", _openmp_info.available_isas())
+""")
+
+
+@pytest.mark.skipif(not (ROOT / "setup.py").exists(), reason="needs the source tree")
+@pytest.mark.skipif(shutil.which("clang") is None or shutil.which("clang++") is None,
+                    reason="clang/clang++ not on PATH (CI installs Debian's clang)")
+def test_clang_build(tmp_path):
+    """CC=clang CXX=clang++ builds the extensions, the project's own C++ with
+    -Wall -Wextra -Werror and no warning; the modules compute the gradients
+    (every SIMD variant, float32 within 1e-5 of the float64 reference), and the
+    kernel tests pass on them."""
+    pytest.importorskip("Cython")
+    env = dict(os.environ, CC="clang", CXX="clang++")
+    for name in ("CFLAGS", "CXXFLAGS", "LDSHARED", "LDCXXSHARED", "CONVVIZ_WERROR"):
+        env.pop(name, None)
+    lib, log = _build_copy(tmp_path, env)
+    _assert_own_code_strict_and_clean(log, "clang++")
+    run_env = dict(os.environ, PYTHONPATH=str(lib))
+    result = subprocess.run([sys.executable, "-c", CLANG_CHECK, str(lib)], cwd=tmp_path, env=run_env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "clang ok" in result.stdout
+    tests = [str(ROOT / "tests" / name) for name in ("test_kernels.py", "test_nonfinite.py")]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
+        cwd=tmp_path, env=dict(run_env, CONVVIZ_ALLOW_SERIAL_BUILD="1"), capture_output=True, text=True,
+        timeout=600)
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+
+
+def test_stubs_match_the_compiled_modules(tmp_path):
+    """mypy --strict accepts the .pyi stubs, and stubtest finds them equal to the
+    modules' real signatures."""
+    pytest.importorskip("mypy", reason="mypy is a dev dependency")
+    stubs = ["convviz/ops/_input_grad.pyi", "convviz/ops/_depthwise_filter_grad.pyi", "convviz/_openmp_info.pyi"]
+    cache = ["--cache-dir", str(tmp_path / "mypy-cache")]
+    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", *cache, *stubs],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\nfollow_imports = silent\nignore_missing_imports = True\n")
+    modules = [stub[:-4].replace("/", ".") for stub in stubs]
+    result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(config), *modules],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
