@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TextIO
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.animation import Animation
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 # No matplotlib.use(): savefig and the animation writers pick their canvas by file
@@ -28,7 +30,7 @@ from .views import _labels, _padded_canvas, _size, card, coverage, depthwise, sc
 __all__ = ["ENTRIES", "Entry", "build", "layouts", "select"]
 
 @style.themed
-def layouts(setup: Setup, slots: int = 12):
+def layouts(setup: Setup, slots: int = 12) -> Figure:
     """One gradient, two memory layouts: the numbers are equal, only their order in memory differs."""
     theme = style.current()
     nhwc = setup.replace(data_format="NHWC", in_channels=2, out_channels=3)
@@ -75,7 +77,7 @@ class Entry:
 
     name: str
     lesson: str
-    draw: Callable[[], object]  # a Figure, or an Animation when ``animated``
+    draw: Callable[[], Figure | Animation]  # a Figure, or an Animation when ``animated``
     animated: bool = False
 
     @property
@@ -161,7 +163,7 @@ def select(only: list[str] | None) -> list[Entry]:
 
 
 def build(out_dir: str | Path, *, only: list[str] | None = None, progress: bool = True,
-          stream=sys.stdout) -> list[Path]:
+          stream: TextIO = sys.stdout) -> list[Path]:
     """Write the gallery (or the entries named in ``only``) and its README into ``out_dir``.
 
     Figures are written as SVG (vector, for print and the README) and PNG
@@ -179,12 +181,12 @@ def build(out_dir: str | Path, *, only: list[str] | None = None, progress: bool 
     out = Path(out_dir)
     entries = select(only)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
     for entry in entries:
         paths = [out / name for name in entry.files]
         drawn = entry.draw()
         save(drawn, *paths, progress=progress)
-        if not entry.animated:
+        if isinstance(drawn, Figure):  # save closed an animation's figure
             plt.close(drawn)
         written += paths
         if progress:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import warnings
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 
 from .. import ops
 from .._validate import InvalidArgumentError
@@ -32,6 +33,10 @@ _GRADIENT_VALUES = np.array([-2.0, -1.0, 1.0, 2.0, 3.0])
 _SIZE_DEFAULTS: dict[str, Any] = {"input_hw": (8, 8), "kernel_hw": (3, 3), "in_channels": 1, "out_channels": 1,
                                   "batch": 1}
 _ARRAYS = ("x", "W", "dy")
+
+# The default of a size inferred in __post_init__.  It is None, typed Any so that the field can carry the
+# type the size has once the Setup exists; the constructor's signature (under TYPE_CHECKING) takes the None.
+_INFERRED: Any = None
 
 
 def _pair(value: Any, name: str) -> tuple[int, int]:
@@ -239,16 +244,16 @@ class Setup:
     dy must have shape (3, 3) (out rows, out cols) for input 4x4, kernel 2x2, stride 1, VALID, got (2, 2)
     """
 
-    input_hw: tuple[int, int] | None = None
-    kernel_hw: tuple[int, int] | None = None
+    input_hw: tuple[int, int] = _INFERRED
+    kernel_hw: tuple[int, int] = _INFERRED
     strides: tuple[int, int] = (1, 1)
     dilations: tuple[int, int] = (1, 1)
     padding: str = "VALID"
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)
-    in_channels: int | None = None
-    out_channels: int | None = None
+    in_channels: int = _INFERRED
+    out_channels: int = _INFERRED
     multiplier: int = 1
-    batch: int | None = None
+    batch: int = _INFERRED
     data_format: str = "NHWC"
     seed: int = 0
     values: str = "integers"
@@ -257,9 +262,21 @@ class Setup:
     x: np.ndarray | None = field(default=None, compare=False)
     W: np.ndarray | None = field(default=None, compare=False)
     dy: np.ndarray | None = field(default=None, compare=False)
-    _key: tuple = field(default=(), init=False, repr=False)
-    _inferred: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
-    _sources: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # size -> array
+    _key: tuple[Any, ...] = field(default=(), init=False, repr=False)
+    _inferred: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _sources: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)  # size -> array
+
+    if TYPE_CHECKING:
+        # What the constructor takes (an int for a square pair, None for a size to infer, any array_like);
+        # __post_init__ turns it into the fields' types.  At run time this is the dataclass's own __init__.
+        def __init__(self, input_hw: int | tuple[int, int] | None = None,
+                     kernel_hw: int | tuple[int, int] | None = None, strides: int | tuple[int, int] = (1, 1),
+                     dilations: int | tuple[int, int] = (1, 1), padding: str = "VALID",
+                     pads: tuple[int, int, int, int] = (0, 0, 0, 0), in_channels: int | None = None,
+                     out_channels: int | None = None, multiplier: int = 1, batch: int | None = None,
+                     data_format: str = "NHWC", seed: int = 0, values: str = "integers", *,
+                     x: npt.ArrayLike | None = None, W: npt.ArrayLike | None = None,
+                     dy: npt.ArrayLike | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         given = {name: getattr(self, name) for name in _SIZE_DEFAULTS if getattr(self, name) is not None}
@@ -283,8 +300,9 @@ class Setup:
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _user_array(getattr(self, name), name, self.data_format))
         self._infer_sizes(given)
-        checks = [("input_hw", self.input_hw, 1), ("kernel_hw", self.kernel_hw, 1), ("strides", self.strides, 1),
-                  ("dilations", self.dilations, 1), ("pads", self.pads, 0)]
+        checks: list[tuple[str, tuple[int, ...], int]] = [
+            ("input_hw", self.input_hw, 1), ("kernel_hw", self.kernel_hw, 1), ("strides", self.strides, 1),
+            ("dilations", self.dilations, 1), ("pads", self.pads, 0)]
         for name, values, low in checks:
             if min(values) < low:
                 raise InvalidArgumentError(f"{name} must be at least {low}, got {values}")
@@ -308,7 +326,8 @@ class Setup:
         dy = None if self.dy is None else _spatial(self.dy, self.data_format)
         w = None if self.W is None else (self.W.shape if self.W.ndim == 4 else (*self.W.shape, 1, 1))
         sources: dict[str, str] = {}
-        candidates = {  # (source, value) in order of preference
+        # (source, value) in order of preference
+        candidates: dict[str, list[tuple[str, int | tuple[int, ...] | None]]] = {
             "batch": [("x", x and x[0]), ("dy", dy and dy[0])],
             "input_hw": [("x", x and x[1])],
             "kernel_hw": [("W", w and tuple(w[:2]))],
@@ -319,7 +338,7 @@ class Setup:
             if name in given:
                 continue
             source, value = next(((s, v) for s, v in options if v is not None), (None, _SIZE_DEFAULTS[name]))
-            if name == "input_hw" and source is None and dy is not None:
+            if name == "input_hw" and source is None and self.dy is not None:
                 raise InvalidArgumentError(
                     f"input_hw is needed with dy of shape {self.dy.shape} and no x: several input sizes give "
                     f"the same output size, so dy does not fix it")
@@ -360,12 +379,12 @@ class Setup:
                          "with in_channels 1 and out_channels 1; give W as 4-D HWIO")
         if self.dy is not None:
             try:
-                self._check_dy(depthwise=False)
+                self._check_dy(self.dy, depthwise=False)
             except InvalidArgumentError as ordinary:
                 if self.in_channels * self.multiplier == self.out_channels:
                     raise
                 try:  # fits the depthwise views only: refused when an ordinary view asks for it
-                    self._check_dy(depthwise=True)
+                    self._check_dy(self.dy, depthwise=True)
                 except InvalidArgumentError:
                     n, hw, _ = _spatial(self.dy, self.data_format)
                     if (n, hw) != (self.batch, self.geometry.output_hw):
@@ -375,17 +394,18 @@ class Setup:
                     raise InvalidArgumentError(f"{ordinary}; the depthwise views would need {expected} "
                                                f"(in_channels x multiplier channels)") from None
 
-    def _check_dy(self, depthwise: bool) -> None:
+    def _check_dy(self, dy: np.ndarray, depthwise: bool) -> None:
+        """Refuse the setup's ``dy`` when its shape does not fit the ordinary (or the depthwise) views."""
         g = self.depthwise_geometry if depthwise else self.geometry
         words, axes = self._xy_words("in_channels x multiplier" if depthwise else "out channels")
         context = f"for {'the depthwise views of ' if depthwise else ''}{self._geometry_words()}"
         for name in ("batch", "in_channels" if depthwise else "out_channels"):
             if getattr(self, name) != 1 and self._sources.get(name, "dy") != "dy":  # set by another array
                 context += f", {name} {getattr(self, name)} (from {self._sources[name]})"
-        if (_spatial(self.dy, self.data_format)[1] != g.output_hw and "kernel_hw" in self._inferred
+        if (_spatial(dy, self.data_format)[1] != g.output_hw and "kernel_hw" in self._inferred
                 and "kernel_hw" not in self._sources):  # the output size is off, and the kernel a guess
             context += " (kernel_hw not given: 3x3 by default)"
-        _check_shape("dy", self.dy, self._layout_shape(self.batch, g.output_hw, g.out_channels), axes,
+        _check_shape("dy", dy, self._layout_shape(self.batch, g.output_hw, g.out_channels), axes,
                      words.format(rows="out rows", cols="out cols"), "out rows, out cols", context,
                      "with batch 1 and 1 channel; give dy as 4-D " + self.data_format)
 
@@ -490,7 +510,7 @@ class Setup:
         """
         g = self.depthwise_geometry if depthwise else self.geometry
         if self.dy is not None:
-            self._check_dy(depthwise)
+            self._check_dy(self.dy, depthwise)
             return np.array(self._array4("dy"))
         n, h, w, c = g.batch, *g.output_hw, g.out_channels
         return self._layout(self._draw((n, h, w, c), _GRADIENT_VALUES, 2 + depthwise))
