@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import matplotlib
 import numpy as np
@@ -30,6 +30,9 @@ from matplotlib import colors, ticker
 from matplotlib.axes import Axes
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import Rectangle
+
+if TYPE_CHECKING:
+    from matplotlib.typing import LineStyleType, RcKeyType
 
 # Okabe & Ito (2008), "Color Universal Design".
 ORANGE = "#E69F00"
@@ -80,10 +83,10 @@ class Theme:
     padding_face: str = PADDING_GREY
     padding_hatch: str = "#b0b0b0"
     padding_ink: str = "#3d3d3d"  # words and numbers on the padding
-    window_style: str = "--"
-    selected_style: str = "-"
+    window_style: LineStyleType = "--"
+    selected_style: LineStyleType = "-"
 
-    def rc(self) -> dict[str, Any]:
+    def rc(self) -> dict[RcKeyType, Any]:
         """The matplotlib rcParams this theme draws with."""
         return {"font.size": self.label_pt, "axes.titlesize": self.title_pt, "axes.labelsize": self.label_pt,
                 "xtick.labelsize": self.label_pt, "ytick.labelsize": self.label_pt,
@@ -311,9 +314,9 @@ def grid_lines(ax: Axes, rows: int, cols: int, origin: tuple[int, int] = (0, 0),
     r0, c0 = origin
     xs = np.arange(c0 - 0.5, c0 + cols, 1.0)
     ys = np.arange(r0 - 0.5, r0 + rows, 1.0)
-    kw = dict(colors=color or theme.grid_color, linewidth=theme.grid_width, zorder=2)
-    ax.vlines(xs, r0 - 0.5, r0 + rows - 0.5, **kw)
-    ax.hlines(ys, c0 - 0.5, c0 + cols - 0.5, **kw)
+    line_color = color or theme.grid_color
+    ax.vlines(xs, r0 - 0.5, r0 + rows - 0.5, colors=line_color, linewidth=theme.grid_width, zorder=2)
+    ax.hlines(ys, c0 - 0.5, c0 + cols - 0.5, colors=line_color, linewidth=theme.grid_width, zorder=2)
     step = max(1, (max(rows, cols) + 5) // 6)  # at most ~6 labels: text is what drawing costs
     ax.set_xticks(np.arange(c0, c0 + cols, step))
     ax.set_yticks(np.arange(r0, r0 + rows, step))
@@ -335,7 +338,7 @@ def padding_frame(ax: Axes, input_hw: tuple[int, int], pads: tuple[int, int, int
 
 
 def outline(ax: Axes, row0: float, col0: float, rows: float, cols: float, color: str = "black",
-            linewidth: float | None = None, label: str | None = None, linestyle: str = "-") -> Rectangle:
+            linewidth: float | None = None, label: str | None = None, linestyle: LineStyleType = "-") -> Rectangle:
     """A rectangle outline around cells [row0, row0+rows) x [col0, col0+cols)."""
     patch = Rectangle((col0 - 0.5, row0 - 0.5), cols, rows, fill=False, edgecolor=color,
                       linewidth=linewidth or current().outline_width, label=label, linestyle=linestyle, zorder=5)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib import animation
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
@@ -21,6 +22,12 @@ from .views import (_depthwise_numbers, _depthwise_subtitle, _figure, _labels, _
                     _legend, _padded_canvas, _padded_width, _padding_patch, _titles)
 
 __all__ = ["animate_depthwise_filter_gradient", "animate_input_gradient"]
+
+
+class GradientAnimation(animation.FuncAnimation):
+    """A FuncAnimation that also holds ``final_frame``, the array its last frame shows (for tests and callers)."""
+
+    final_frame: np.ndarray
 
 
 def _contributions(setup: Setup, batch: int, in_channel: int,
@@ -70,7 +77,7 @@ def _show_numbers(texts: list[list[Any]], image: Any, values: np.ndarray, shown:
 
 @style.themed
 def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_channel: int = 0,
-                           interval: int = 400) -> animation.FuncAnimation:
+                           interval: int = 400) -> GradientAnimation:
     """dL/dx growing as every dL/dy cell is scattered in turn (one frame per output cell, plus the final sum).
 
     Left: dL/dy with the current cell marked.  Right: the input gradient so far,
@@ -108,8 +115,8 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     ax_dx.set_xlabel("input column")
     ax_dx.set_ylabel("input row")
     style.colorbar(fig, image, ax_dx, "dL/dx so far")
-    handles = [Line2D([], [], color=theme.window, linestyle=theme.window_style, linewidth=theme.outline_width,
-                      label="window of the current dL/dy cell")]
+    handles: list[Artist] = [Line2D([], [], color=theme.window, linestyle=theme.window_style,
+                                    linewidth=theme.outline_width, label="window of the current dL/dy cell")]
     if any(g.pads):
         handles.append(_padding_patch())
     _legend(fig, ax_dx, handles, own_figure=True)
@@ -135,14 +142,14 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
             _show_numbers(texts, image, running[k], touched[k])
         return image, marker, window, title
 
-    anim = animation.FuncAnimation(fig, draw, frames=n_cells + 1, interval=interval, blit=False)
+    anim = GradientAnimation(fig, draw, frames=n_cells + 1, interval=interval, blit=False)
     anim.final_frame = running[-1]  # for tests and callers: what the last frame shows
     return anim
 
 
 @style.themed
 def animate_depthwise_filter_gradient(setup: Setup, *, batch: int = 0, channel: int = 0, multiplier: int = 0,
-                                      interval: int = 600) -> animation.FuncAnimation:
+                                      interval: int = 600) -> GradientAnimation:
     """The depthwise dW filled in tap by tap: each frame shows the input lattice one tap reads and the sum it yields.
 
     Left: the input with the cells the current tap reads.  Middle: those cells
@@ -186,9 +193,9 @@ def animate_depthwise_filter_gradient(setup: Setup, *, batch: int = 0, channel: 
 
     def draw(frame: int):
         final = frame >= n_taps
-        done = np.zeros(n_taps, dtype=bool)
-        done[:frame + 1] = True
-        done = done.reshape(kh_n, kw_n)
+        done_flat = np.zeros(n_taps, dtype=bool)  # the taps done by this frame, in row-major order
+        done_flat[:frame + 1] = True
+        done = done_flat.reshape(kh_n, kw_n)
         w_image.set_data(np.ma.masked_array(dw, mask=~done))
         _show_numbers(w_texts, w_image, dw, done)
         if not final:
@@ -211,7 +218,7 @@ def animate_depthwise_filter_gradient(setup: Setup, *, batch: int = 0, channel: 
         tap_box.set_visible(not final)
         return w_image, lattice, tap_box
 
-    anim = animation.FuncAnimation(fig, draw, frames=n_taps + 1, interval=interval, blit=False)
+    anim = GradientAnimation(fig, draw, frames=n_taps + 1, interval=interval, blit=False)
     anim.final_frame = dw
     return anim
 

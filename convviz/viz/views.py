@@ -8,13 +8,15 @@ matplotlib Figure (or draws on the Axes it is given).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from math import gcd
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import Patch, Rectangle
@@ -67,14 +69,20 @@ def _wrap(text: str, width_inch: float, points: float) -> str:
     return "\n".join("\n".join(textwrap.wrap(line, chars)) for line in text.splitlines())
 
 
-def _legend(fig: Figure, ax: Axes, handles: list, own_figure: bool, title: str | None = None) -> None:
+def _width_inch(fig: Figure | SubFigure) -> float:
+    """The width of a figure, or of a subfigure (which has no ``get_figwidth``), in inches."""
+    return fig.get_figwidth() if isinstance(fig, Figure) else fig.bbox.width / fig.dpi
+
+
+def _legend(fig: Figure | SubFigure, ax: Axes, handles: Sequence[Artist], own_figure: bool,
+            title: str | None = None) -> None:
     """A legend below the plot (never over it): the figure's when it is ours, else the Axes'."""
     if not handles and not title:
         return
     theme = style.current()
     ncols = max(1, min(len(handles), 3))
     if title:  # wrapped to the figure's width: a legend never leaves the canvas
-        title = _wrap(title, fig.get_figwidth(), theme.label_pt)
+        title = _wrap(title, _width_inch(fig), theme.label_pt)
     if own_figure:
         fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title,
                    fontsize=theme.label_pt, title_fontsize=theme.label_pt)
@@ -95,7 +103,6 @@ def _padded_canvas(ax: Axes, g: ConvGeometry, label_pads: bool = True) -> None:
     if not label_pads or not any(g.pads):
         return
     cell_pt = theme.cell_inch * 72
-    kw = dict(fontsize=theme.label_pt, color=theme.padding_ink, ha="center", va="center", zorder=4)
     across = (w + left + right) * cell_pt, h * cell_pt  # room for a horizontal / a rotated word
     for amount, where, position, rotation in ((top, "top", ((w - 1) / 2, -top / 2 - 0.5), 0),
                                               (bottom, "bottom", ((w - 1) / 2, h - 0.5 + bottom / 2), 0),
@@ -103,7 +110,8 @@ def _padded_canvas(ax: Axes, g: ConvGeometry, label_pads: bool = True) -> None:
                                               (right, "right", (w - 0.5 + right / 2, (h - 1) / 2), 90)):
         word = f"pad {where} {amount}"
         if amount and across[bool(rotation)] > 0.62 * theme.label_pt * len(word):
-            ax.text(*position, word, rotation=rotation, **kw)
+            ax.text(*position, word, rotation=rotation, fontsize=theme.label_pt, color=theme.padding_ink,
+                    ha="center", va="center", zorder=4)
 
 
 def _labels(ax: Axes, title: str, what: str) -> None:
@@ -143,7 +151,7 @@ def _padding_patch(label: str = "zero padding") -> Patch:
 # ------------------------------------------------------------------------ scatter
 @style.themed
 def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int = 0, in_channel: int = 0,
-            out_channel: int = 0, ax: Axes | None = None, colorbar: bool = True) -> Figure:
+            out_channel: int = 0, ax: Axes | None = None, colorbar: bool = True) -> Figure | SubFigure:
     """One output-gradient cell scattered back through every tap of the kernel.
 
     The selected cell of dL/dy reaches, through tap (kh, kw), the input cell
@@ -172,6 +180,7 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     Returns
     -------
     matplotlib.figure.Figure
+        The new figure, or with ``ax`` the figure (or subfigure) it is on.
 
     Examples
     --------
@@ -190,7 +199,8 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     weights = setup.kernel_plane(in_channel, out_channel)
     own_figure = ax is None
     shown_value = style.fmt(value) if value >= 0 else f"({style.fmt(value)})"
-    if own_figure:
+    fig: Figure | SubFigure
+    if ax is None:
         padded = _padded_width(g)
         fig, (ax_dy, ax_w, ax) = _figure([g.output_hw[1], g.kernel_hw[1], padded[1]],
                                          max(padded[0], g.output_hw[0]), colorbars=int(colorbar), legend=True)
@@ -223,8 +233,8 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     eff = g.effective_kernel_hw
     style.outline(ax, window[0], window[1], eff[0], eff[1], color=theme.window, linestyle=theme.window_style)
     _labels(ax, f"W × {shown_value} added to dL/dx", "input")
-    handles = [Line2D([], [], color=theme.window, linestyle=theme.window_style, linewidth=theme.outline_width,
-                      label=f"window, {eff[0]}x{eff[1]}")]
+    handles: list[Artist] = [Line2D([], [], color=theme.window, linestyle=theme.window_style,
+                                    linewidth=theme.outline_width, label=f"window, {eff[0]}x{eff[1]}")]
     if dropped:
         handles.append(_padding_patch(f"padding: {len(dropped)} products dropped (italic)"))
     elif any(g.pads):
@@ -232,7 +242,7 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     _legend(fig, ax, handles, own_figure)
     if colorbar:
         style.colorbar(fig, image, ax, "W × dL/dy")
-    if own_figure:
+    if own_figure and isinstance(fig, Figure):  # own_figure: the Figure made above
         _titles(fig, "One output-gradient cell, scattered into dL/dx", setup.describe())
     return fig
 
@@ -281,7 +291,7 @@ def _lost_words(rows: np.ndarray, cols: np.ndarray) -> str:
 
 
 @style.themed
-def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> Figure:
+def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> Figure | SubFigure:
     """How many (output cell, tap) pairs reach each input cell.
 
     This is the input gradient of an all-ones dL/dy through an all-ones
@@ -318,7 +328,8 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
         [0, 0, *g.pads[:2], *g.pads[2:], 0, 0] if setup.padding == "EXPLICIT" else [],
         dilations=[1, *setup.dilations, 1])[0, :, :, 0]
     own_figure = ax is None
-    if own_figure:
+    fig: Figure | SubFigure
+    if ax is None:
         padded = _padded_width(g)
         fig, (ax,) = _figure([padded[1]], padded[0], colorbars=int(colorbar), legend=True, min_width=6.4)
     else:
@@ -333,11 +344,11 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
         for i, j in lost_cells:
             ax.text(j, i, "0", ha="center", va="center", fontsize=theme.number_pt, color="black", zorder=4)
     zero_rows, zero_cols = g.zero_gradient_rows(), g.zero_gradient_cols()
-    band = dict(color=theme.lost, linewidth=theme.outline_width * 0.8)
+    band_width = theme.outline_width * 0.8
     for first, count in _runs(zero_rows):
-        style.outline(ax, first, 0, count, w, **band)
+        style.outline(ax, first, 0, count, w, color=theme.lost, linewidth=band_width)
     for first, count in _runs(zero_cols):
-        style.outline(ax, 0, first, h, count, **band)
+        style.outline(ax, 0, first, h, count, color=theme.lost, linewidth=band_width)
     _labels(ax, "" if own_figure else "taps reaching each input cell", "input")  # the figure's title says it
     handles = []
     if lost_cells:
@@ -348,7 +359,7 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
     _legend(fig, ax, handles, own_figure, title="\n".join(_patterns(g)) or None)
     if colorbar:
         style.colorbar(fig, image, ax, "(output cell, tap) pairs", ticks=ticks)
-    if own_figure:
+    if own_figure and isinstance(fig, Figure):  # own_figure: the Figure made above
         _titles(fig, "Coverage: how many taps reach each input cell", setup.describe())
     return fig
 
@@ -459,7 +470,7 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     rows = max(steps["padded"].shape[0], g.input_hw[0])
     width = max(_size(top, rows)[0], _size(bottom, rows)[0])
     fig = plt.figure(figsize=(width, 2 * _size(bottom, rows, legend=True)[1] - 1.0), layout="constrained")
-    upper, lower = fig.subfigures(2, 1, height_ratios=[1, 1.08])
+    upper, lower = fig.subfigures(2, 1, squeeze=False, height_ratios=[1, 1.08])[:, 0]
     ax_dy, ax_w, ax_s = upper.subplots(1, 3, width_ratios=top)
     ax_z, ax_p, ax_f, ax_r = lower.subplots(1, 4, width_ratios=bottom)
     norm = style.signed_norm(scattered, steps["result"], steps["out_backprop"])
@@ -510,7 +521,7 @@ def _gather_recipe(setup: Setup) -> list[str]:
     g = setup.geometry
     if g.rows.stride == g.cols.stride and g.rows.effective_kernel_size == g.cols.effective_kernel_size \
             and g.rows.pad_before == g.cols.pad_before:
-        axes = (("", g.rows),)
+        axes: tuple[tuple[str, AxisGeometry], ...] = (("", g.rows),)
     else:
         axes = (("rows ", g.rows), ("columns ", g.cols))
     lines = []
@@ -566,10 +577,10 @@ def depthwise_lattice_panel(ax: Axes, setup: Setup, tap: tuple[int, int] = (0, 0
     return d
 
 
-def _lattice_handles(in_padding: bool) -> list:
+def _lattice_handles(in_padding: bool) -> list[Artist]:
     """The legend of the lattice marks; the dashed padding mark only when some tap reads the padding."""
     theme = style.current()
-    handles = [Patch(fill=False, edgecolor=theme.window, linewidth=2, label="read by the tap")]
+    handles: list[Artist] = [Patch(fill=False, edgecolor=theme.window, linewidth=2, label="read by the tap")]
     if in_padding:
         handles.append(Patch(fill=False, edgecolor=theme.lost, linewidth=2, linestyle="--",
                              label="in the padding: adds 0"))
@@ -712,7 +723,7 @@ def _axis_diagram(ax: Axes, axis: AxisGeometry, name: str) -> None:
 
 
 @style.themed
-def card(setup: Setup, *, ax: Axes | None = None) -> Figure:
+def card(setup: Setup, *, ax: Axes | None = None) -> Figure | SubFigure:
     """The geometry card: the formulas with the numbers filled in, and each axis drawn as a strip.
 
     Left, the sizes and formulas (output size, SAME's pad split, the effective
