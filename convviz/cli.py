@@ -102,7 +102,7 @@ def _pads(text: str) -> tuple[int, int, int, int]:
         raise argparse.ArgumentTypeError(f"expected 4 ints top,bottom,left,right, got {text!r}") from None
     if len(values) != 4:
         raise argparse.ArgumentTypeError(f"expected 4 ints top,bottom,left,right, got {text!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _geometry_arguments(parser: argparse.ArgumentParser, *, input_default: str | None, kernel_default: str | None,

@@ -38,7 +38,7 @@ def agg_canvas(fig: Figure, dpi: float) -> Iterator[FigureCanvasAgg]:
     canvas, repaint = None, False
     try:
         canvas = FigureCanvasAgg(fig)  # attaches itself as fig.canvas; manager None: no GUI resize
-        canvas._is_saving = True
+        canvas._is_saving = True  # type: ignore[attr-defined]  # matplotlib's private flag, not in its stubs
         canvas.draw_idle = lambda *args, **kwargs: None  # type: ignore[method-assign]
         fig.dpi = dpi
         facecolor = rcParams["savefig.facecolor"]  # what savefig paints the figure with
@@ -52,7 +52,7 @@ def agg_canvas(fig: Figure, dpi: float) -> Iterator[FigureCanvasAgg]:
                 fig.set_facecolor(old_facecolor)
             fig.dpi = old_dpi  # while the Agg canvas is attached, so no window is resized
             if had_original_dpi:
-                fig._original_dpi = old_original_dpi
+                fig._original_dpi = old_original_dpi  # type: ignore[attr-defined]  # private, not in the stubs
         fig.set_canvas(old_canvas)
 
 

@@ -26,10 +26,11 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import ExitStack, closing
 from fractions import Fraction
 from pathlib import Path
+from typing import IO, overload
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -49,6 +50,15 @@ _HTML = (".html", ".htm")
 _SVG_HASHSALT = "convviz"
 
 
+@overload
+def save(obj: Figure | animation.Animation, path: str | os.PathLike[str], *, fps: float = 3,
+         dpi: float | None = None, progress: bool | None = None, hold: float = 2.5,
+         metadata: dict[str, str | None] | None = None) -> Path: ...
+@overload
+def save(obj: Figure | animation.Animation, path: str | os.PathLike[str], second_path: str | os.PathLike[str], /,
+         *more_paths: str | os.PathLike[str], fps: float = 3, dpi: float | None = None,
+         progress: bool | None = None, hold: float = 2.5,
+         metadata: dict[str, str | None] | None = None) -> list[Path]: ...
 def save(obj: Figure | animation.Animation, path: str | os.PathLike[str], *more_paths: str | os.PathLike[str],
          fps: float = 3, dpi: float | None = None, progress: bool | None = None, hold: float = 2.5,
          metadata: dict[str, str | None] | None = None) -> Path | list[Path]:
@@ -165,7 +175,7 @@ def save(obj: Figure | animation.Animation, path: str | os.PathLike[str], *more_
         for p in paths:
             p.parent.mkdir(parents=True, exist_ok=True)
         _save_animation(obj, paths, fps=fps, dpi=dpi, progress=progress, hold=hold, metadata=metadata)
-        plt.close(obj._fig)
+        plt.close(_figure_of(obj))
     else:
         raise TypeError(f"save writes a matplotlib Figure or Animation, got {type(obj).__name__}")
     return paths[0] if len(paths) == 1 else paths
@@ -193,9 +203,16 @@ def to_html(anim: animation.Animation, *, fps: float = 3, dpi: float = 100, hold
         path = Path(folder) / "player.html"
         save(anim, path, fps=fps, dpi=dpi, hold=hold, progress=progress)
         page = path.read_text(encoding="utf-8")
-    width, height = anim._fig.get_figwidth() * dpi, anim._fig.get_figheight() * dpi
+    fig = _figure_of(anim)
+    width, height = fig.get_figwidth() * dpi, fig.get_figheight() * dpi
     return (f'<iframe srcdoc="{html.escape(page, quote=True)}" title="animation player" '
             f'style="border:0;width:{round(width) + 24}px;max-width:100%;height:{round(height) + 110}px"></iframe>')
+
+
+def _figure_of(anim: animation.Animation) -> Figure:
+    """The figure an animation draws on (matplotlib keeps it private, as ``_fig``)."""
+    fig: Figure = anim._fig  # type: ignore[attr-defined]  # private attribute, not in matplotlib's stubs
+    return fig
 
 
 def _check_suffix(path: Path, allowed: tuple[str, ...], what: str) -> None:
@@ -281,7 +298,7 @@ def _save_animation(anim: animation.Animation, paths: list[Path], *, fps: float,
             p.write_text(page, encoding="utf-8")
 
 
-def _render(anim: animation.Animation, dpi: float) -> Iterator[np.ndarray]:
+def _render(anim: animation.Animation, dpi: float) -> Generator[np.ndarray, None, None]:
     """Each frame of the animation as an opaque (height, width, 3) uint8 array, drawn once.
 
     The frames are those ``Animation.save`` would write: the init function (or
@@ -292,11 +309,11 @@ def _render(anim: animation.Animation, dpi: float) -> Iterator[np.ndarray]:
     panels do not jitter, and the layout (half of a frame's drawing time) is
     computed once.
     """
-    fig = anim._fig
+    fig = _figure_of(anim)
     with agg_canvas(fig, dpi) as canvas, ExitStack() as frozen:
-        anim._init_draw()
+        anim._init_draw()  # type: ignore[attr-defined]  # private method, not in matplotlib's stubs
         for index, data in enumerate(anim.new_saved_frame_seq()):
-            anim._draw_next_frame(data, blit=False)
+            anim._draw_next_frame(data, blit=False)  # type: ignore[attr-defined]  # private, as _init_draw
             if index == 0:
                 draw_settled(fig, canvas)
                 frozen.enter_context(layout_frozen(fig))  # keep the settled positions
@@ -381,7 +398,10 @@ def _global_palette(frames: Sequence[np.ndarray], *, sample_size: int = 400_000,
             strip = Image.frombytes("RGB", (len(rest), 1), _unpack(rest).tobytes())
             quantized = strip.quantize(256 - len(exact), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
             used = np.unique(np.asarray(quantized))
-            extra = _pack(np.array(quantized.getpalette()[: 3 * (int(used[-1]) + 1)], np.uint8).reshape(-1, 3)[used])
+            colours = quantized.getpalette()
+            if colours is None:  # quantize makes a "P" image, which has a palette
+                raise RuntimeError("Pillow's quantize returned an image without a palette")
+            extra = _pack(np.array(colours[: 3 * (int(used[-1]) + 1)], np.uint8).reshape(-1, 3)[used])
         palette_codes = np.concatenate([exact, extra[~np.isin(extra, exact)]])
     palette = _unpack(palette_codes)
     lut = np.zeros(1 << 24, np.uint8)
@@ -432,8 +452,8 @@ class _Movie:
     def __init__(self, path: Path, fps: float, last_copies: int, metadata: dict) -> None:
         self.path, self.fps, self.last_copies = path, fps, max(1, last_copies)
         self.metadata = {k: str(v) for k, v in metadata.items() if v is not None}
-        self.process: subprocess.Popen | None = None
-        self.log = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log: IO[bytes] | None = None
         self.pending: np.ndarray | None = None
         self.count = 0
 
@@ -479,6 +499,7 @@ class _Movie:
             return
         process, self.process = self.process, None
         pending, self.pending = self.pending, None
+        assert process.stdin is not None and self.log is not None  # both set by _start, with the process
         try:
             if pending is not None:
                 for _ in range(self.last_copies):
