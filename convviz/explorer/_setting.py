@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,8 @@ def _warn_old_op(old: str) -> None:
     """DeprecationWarning for an old op name, pointing at the first caller outside the explorer (and the
     widget machinery that validates traits), so that a notebook or script sees it."""
     inside = ("convviz.explorer", "traitlets", "anywidget", "ipywidgets")
-    frame, level = sys._getframe(1), 2
+    frame: FrameType | None = sys._getframe(1)
+    level = 2
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(inside):
         frame, level = frame.f_back, level + 1
     warnings.warn(f"op={old!r} is deprecated, use op={OP_ALIASES[old]!r}: it is the depthwise filter gradient, "

@@ -53,7 +53,7 @@ from matplotlib import colors as mcolors
 from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.text import Text
-from matplotlib.transforms import Bbox
+from matplotlib.transforms import Bbox, TransformedPath
 
 from ._render import agg_canvas, layout_frozen
 from ._style import contrast_ratio
@@ -160,14 +160,14 @@ def _recording(texts: list[Text], drawn: dict[int, Text], hide: bool) -> Iterato
             finally:
                 _text.set_alpha(alpha)
 
-        text.draw = draw
+        setattr(text, "draw", draw)  # an instance attribute shadowing the method (mypy refuses method assignment)
         wrapped.append((text, own))
     try:
         yield
     finally:
         for text, own in wrapped:
             if own is not None:
-                text.draw = own
+                setattr(text, "draw", own)
             else:
                 del text.draw
 
@@ -189,11 +189,12 @@ def _clip_bounds(text: Text) -> Bbox | None:
     """The window-space box a clipped text is cut to, or None when it is not clipped."""
     if not text.get_clip_on():
         return None
-    boxes = []
-    if text.get_clip_box() is not None:
-        boxes.append(text.get_clip_box())
-    path = text.get_clip_path()
-    if path is not None:
+    boxes: list[Bbox] = []
+    clip_box = text.get_clip_box()
+    if clip_box is not None:
+        boxes.append(clip_box)
+    path = text.get_clip_path()  # set_clip_path stores a TransformedPath (TransformedPatchPath for a patch)
+    if isinstance(path, TransformedPath):
         boxes.append(path.get_fully_transformed_path().get_extents())
     if not boxes:
         return None
@@ -492,10 +493,15 @@ def text_outside(fig: Figure, *, dpi: float = 150) -> list[Problem]:
     return _outside(_render(fig, dpi, background=False))
 
 
+def _points(text: Text) -> float:
+    """The text's font size in points (``get_fontsize`` returns a number, though typed ``float | str``)."""
+    return float(text.get_fontsize())
+
+
 def _small(texts: list[Text], minimum_pt: float) -> list[Problem]:
     # Points are absolute: at the saved size (figsize in inches) a point is 1/72 inch whatever the dpi.
-    return [Problem("font size", _label(t), f"{t.get_fontsize():g} pt, needs at least {minimum_pt:g} pt")
-            for t in texts if t.get_fontsize() < minimum_pt]
+    return [Problem("font size", _label(t), f"{_points(t):g} pt, needs at least {minimum_pt:g} pt")
+            for t in texts if _points(t) < minimum_pt]
 
 
 def small_text(fig: Figure, *, minimum_pt: float = 10.0, dpi: float = 150) -> list[Problem]:
