@@ -197,3 +197,55 @@ def test_stubs_match_the_compiled_modules(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(config), *modules],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+def test_kernels_return_their_scratch_bytes_per_call_and_thread():
+    """Each kernel call returns the scratch bytes it allocated; last_scratch_bytes()
+    is the calling thread's latest, whatever other threads ran meanwhile."""
+    import threading
+
+    import numpy as np
+
+    from convviz.ops import _depthwise_filter_grad, _input_grad
+
+    def input_grad(out_channels):  # scratch grows with the packed filter and dy's pixel pitch
+        dy = np.ones((1, 4, 8, out_channels), np.float32)
+        dx = np.empty((1, 4, 8, 8), np.float32)
+        return _input_grad.input_grad(dy, 2, np.ones((3, 3, 8, out_channels), np.float32), 2, dx, 2,
+                                      1, 1, 1, 1, 1, 1, 1, 1, 0, False, 0.0)
+
+    small, large = input_grad(8), input_grad(256)
+    assert 0 < small < large
+    seen = {}
+    first_done, second_done = threading.Event(), threading.Event()
+
+    def first():
+        seen["first"] = input_grad(8)
+        first_done.set()
+        second_done.wait(60)
+        seen["first later"] = _input_grad.last_scratch_bytes()
+
+    def second():
+        first_done.wait(60)
+        seen["second"] = input_grad(256)
+        seen["second later"] = _input_grad.last_scratch_bytes()
+        second_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert seen == {"first": small, "first later": small, "second": large, "second later": large}
+
+    ints = np.ones((1, 4, 8, 8), np.uint32)
+    col_ranges = np.array([[1, 8], [0, 8], [0, 7]], dtype=np.intp)
+    assert _input_grad.input_grad_int32(ints, np.ones((3, 3, 8, 8), np.uint32), np.empty_like(ints), col_ranges,
+                                        1, 1, 1, 1, 1, 1, 1, 2, 1e12) == 0
+    assert _input_grad.last_scratch_bytes() == 0
+
+    x = np.ones((1, 6, 9, 4), np.float32)
+    used = _depthwise_filter_grad.depthwise_filter_grad(
+        x, 2, np.ones((1, 6, 9, 4), np.float32), 2, np.empty((3, 3, 4, 1), np.float32), 2, col_ranges[:, :],
+        1, 1, 1, 1, 1, 1, 1, 1, 0, False, 0.0)
+    assert used > 0 and _depthwise_filter_grad.last_scratch_bytes() == used
