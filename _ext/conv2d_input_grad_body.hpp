@@ -289,32 +289,36 @@ static inline const T* input_grad_dy_window(const T* src_row, idx first, idx las
     return stage;
 }
 
-// An edge tile, exactly: pixel p gets the terms of tap t only when its dy pixel
+// An edge tile of n_pixels pixels from j0, all channel blocks [c_begin, c_end),
+// exactly: pixel p gets the terms of tap t only when its dy pixel
 // tap_ow0[t] + j0 + p lies in [0, OW).  The taps come as n_rows rows of kwt:
-// a_rows[s] is the dy window of row s, and tap i of the row reads it
+// s.a_ptrs[row] is the dy window of the row, and tap i of the row reads it
 // (kwt - 1 - i) * dstep pixels on (kwt = 1: a plain tile, one tap a row).  Per
 // element the terms are added in the order of the fast tiles: rows, output
 // channels, then the row's taps from last to first.
 template <class T, int NRV>
-CVZ_NOINLINE static void input_grad_tile_exact(const T* const* a_rows, const T* const* b_taps, idx n_rows, idx kwt, idx dstep,
-                                  const idx* tap_ow0, idx j0, idx OW, idx a_pixel_stride, idx K, idx b_row_stride,
-                                  T* out, idx out_pixel_stride, idx n_pixels) {
+CVZ_NOINLINE static void input_grad_tile_exact(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx g,
+                                               idx c_begin, idx c_end, idx n_rows, idx kwt, idx dstep, idx j0,
+                                               idx n_pixels, idx a_pixel_stride, T* out, idx out_pixel_stride) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    for (idx p = 0; p < n_pixels; ++p) {
-        vec acc[NRV];
-        for (int q = 0; q < NRV; ++q) acc[q] = S::zero();
-        for (idx row = 0; row < n_rows; ++row)
-            for (idx k = 0; k < K; ++k)
-                for (idx i = kwt - 1; i >= 0; --i) {
-                    const idx t = row * kwt + i, ow = tap_ow0[t] + j0 + p;
-                    if (ow < 0 || ow >= OW) continue;  // this tap reads padding here
-                    const vec av = S::set1(a_rows[row][(p + (kwt - 1 - i) * dstep) * a_pixel_stride + k]);
-                    for (int q = 0; q < NRV; ++q)
-                        acc[q] = S::fma(av, S::load(b_taps[t] + k * b_row_stride + q * S::V), acc[q]);
-                }
-        for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[q]);
-    }
+    const T* packed = (const T*)a->packed;
+    const idx K = a->cout_g, b_row_stride = a->cin_g_pad;
+    for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V)
+        for (idx p = 0; p < n_pixels; ++p) {
+            vec acc[NRV];
+            for (int q = 0; q < NRV; ++q) acc[q] = S::zero();
+            for (idx row = 0; row < n_rows; ++row)
+                for (idx k = 0; k < K; ++k)
+                    for (idx i = kwt - 1; i >= 0; --i) {
+                        const idx t = row * kwt + i, ow = s.tap_ow0[t] + j0 + p;
+                        if (ow < 0 || ow >= a->OW) continue;  // this tap reads padding here
+                        const vec av = S::set1(s.a_ptrs[row][(p + (kwt - 1 - i) * dstep) * a_pixel_stride + k]);
+                        const T* b = packed + (s.tap_k[t] * a->G + g) * K * b_row_stride + c0 + k * b_row_stride;
+                        for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + q * S::V), acc[q]);
+                    }
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + c0 + q * S::V, acc[q]);
+        }
 }
 
 // Whether some tap of a tile of n_pixels pixels from j0 reads outside [0, OW).
@@ -358,18 +362,18 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
                 s.a_ptrs[t] = s.dy_rows + s.row_of_slot[s.tap_slot[t]] * row_elems +
                               (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
         }
+        const idx np = rest < shape ? rest : shape;
+        if (a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_taps, j0, np, a->OW)) {
+            input_grad_tile_exact<T, NRV>(a, s, g, c_begin, c_end, n_taps, 1, 0, j0, np, a_stride,
+                                          out_base + (r + j0 * a->sw) * out_pixel + g * out_group, a->sw * out_pixel);
+            j0 += np;
+            continue;
+        }
         idx done = 0;
-        const bool exact = a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_taps, j0, rest < shape ? rest : shape, a->OW);
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
             for (idx t = 0; t < n_taps; ++t)
                 s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-            if (exact) {
-                done = rest < shape ? rest : shape;
-                input_grad_tile_exact<T, NRV>(s.a_ptrs, s.b_ptrs, n_taps, 1, 0, s.tap_ow0, j0, a->OW, a_stride,
-                                              a->cout_g, cin_g_pad, out, a->sw * out_pixel, done);
-                continue;
-            }
             // A full tile, or the smallest tile shape that covers the rest.
             done = input_grad_tiles<T, MR, NRV>(s, n_taps, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel,
                                                 rest);
@@ -412,7 +416,12 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
                                                      s.stage + slot * mr_max * a->KW * pitch);  // room for a window
         }
         const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
-        const bool exact = a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_slots * kwt, j0, np, a->OW);
+        if (a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_slots * kwt, j0, np, a->OW)) {
+            input_grad_tile_exact<T, NRV>(a, s, g, c_begin, c_end, n_slots, kwt, dstep, j0, np, a_stride,
+                                          out_base + (r + j0 * a->sw) * out_pixel + g * out_group, a->sw * out_pixel);
+            j0 += np;
+            continue;
+        }
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
             for (idx slot = 0; slot < n_slots; ++slot)
                 for (idx i = 0; i < kwt; ++i) {
@@ -420,11 +429,7 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
                     s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
                 }
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-            if (exact)
-                input_grad_tile_exact<T, NRV>(s.a_ptrs, s.b_ptrs, n_slots, kwt, dstep, s.tap_ow0, j0, a->OW, a_stride,
-                                              a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
-            else
-                tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
+            tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
         }
         j0 += np;
     }
