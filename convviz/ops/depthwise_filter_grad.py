@@ -19,13 +19,9 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
+from . import _depthwise_filter_grad as kernel
 from ._docs import fill_doc
 from ._op import Op, random_values, window_arguments
-
-try:
-    from . import _depthwise_filter_grad as kernel
-except ImportError:  # TODO: until the kernel moves beside this module
-    from .. import _depthwise_filter_grad as kernel  # type: ignore[no-redef]
 
 __all__ = ["depthwise_conv2d_native_backprop_filter"]
 

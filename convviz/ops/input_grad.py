@@ -19,10 +19,7 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
-try:
-    from . import _input_grad as kernel
-except ImportError:  # TODO: until the kernel moves beside this module
-    from .. import _input_grad as kernel  # type: ignore[no-redef]
+from . import _input_grad as kernel
 from ._docs import fill_doc
 from ._op import Op, random_values, window_arguments
 
@@ -129,7 +126,7 @@ class Plan:
                 dy.transpose(0, 2, 3, 1) if nchw else dy,
                 np.ascontiguousarray(filt.view(np.uint32).transpose(0, 1, 3, 2)),
                 out.transpose(0, 2, 3, 1) if nchw else out,
-                self.col_ranges, *self.ints, n_threads)  # TODO(A): cpu.MIN_PARALLEL_WORK
+                self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
             return result
         dy = cpu.kernel_view(out_backprop)
         code = self.code
