@@ -11,6 +11,7 @@ is made.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -35,7 +36,10 @@ def _isa_from_environment() -> str:
     return _openmp_info.best_isa()
 
 
+_ISA_CODES = {name: code for code, name in enumerate(_openmp_info.ISA_NAMES)}
 _ISA = _isa_from_environment()
+#: The kernels' code of the SIMD variant in use (an argument of every kernel call).
+ISA_CODE = _ISA_CODES[_ISA]
 
 
 def current_isa() -> str:
@@ -44,24 +48,21 @@ def current_isa() -> str:
 
 
 @contextmanager
-def use_isa(name: str):
+def use_isa(name: str) -> Iterator[None]:
     """Run the kernels with another compiled-in SIMD variant (for tests and benchmarks)."""
-    global _ISA
+    global _ISA, ISA_CODE
     if name not in _openmp_info.available_isas():
         raise ValueError(f"ISA {name!r} is not available here; choose from {_openmp_info.available_isas()}")
-    previous, _ISA = _ISA, name
+    previous, _ISA, ISA_CODE = _ISA, name, _ISA_CODES[name]
     try:
         yield
     finally:
-        _ISA = previous
-
-
-_ISA_CODES = {name: code for code, name in enumerate(_openmp_info.ISA_NAMES)}
+        _ISA, ISA_CODE = previous, _ISA_CODES[previous]
 
 
 def isa_code() -> int:
-    """The kernels' code of the SIMD variant in use (an argument of every kernel)."""
-    return _ISA_CODES[_ISA]
+    """The kernels' code of the SIMD variant in use."""
+    return ISA_CODE
 
 
 def kernel_view(array: np.ndarray) -> np.ndarray:

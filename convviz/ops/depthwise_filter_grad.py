@@ -124,7 +124,7 @@ class Plan:
         code = self.code
         kernel.depthwise_filter_grad(
             x, code, dy, code, result, code, self.col_ranges, *self.ints, self.n_blocks,
-            n_threads, cpu.isa_code(), self.f64, cpu.MIN_PARALLEL_WORK)
+            n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
 
 

@@ -133,7 +133,7 @@ class Plan:
         kernel.input_grad(
             dy.transpose(0, 2, 3, 1) if nchw else dy, code, cpu.kernel_view(filt), code,
             result.transpose(0, 2, 3, 1) if nchw else result, code,
-            *self.ints, n_threads, cpu.isa_code(), self.f64, cpu.MIN_PARALLEL_WORK)
+            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
 
 
