@@ -249,3 +249,15 @@ def test_kernels_return_their_scratch_bytes_per_call_and_thread():
         x, 2, np.ones((1, 6, 9, 4), np.float32), 2, np.empty((3, 3, 4, 1), np.float32), 2, col_ranges[:, :],
         1, 1, 1, 1, 1, 1, 1, 1, 0, False, 0.0)
     assert used > 0 and _depthwise_filter_grad.last_scratch_bytes() == used
+
+
+def test_import_is_unambiguous_from_the_clones_parent_folder(tmp_path):
+    """Run from the folder that holds the clone (named convviz, as `git clone` names it),
+    `import convviz` must find the package, not the clone as an empty namespace package."""
+    root = Path(convviz.__file__).resolve().parent.parent
+    (tmp_path / "convviz").symlink_to(root, target_is_directory=True)
+    code = "import convviz; print(convviz.__file__); print(convviz.conv2d_backprop_input.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    path, name = out.stdout.split()
+    assert Path(path).name == "__init__.py" and name == "conv2d_backprop_input"

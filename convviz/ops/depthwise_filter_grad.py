@@ -2,7 +2,7 @@
 
 Here: the public function and its documentation, the validator, the CPU plan
 around the Cython kernel ``_depthwise_filter_grad`` (C++ in
-``_ext/depthwise_filter_grad.hpp``), the GPU launcher and the
+``_ext/depthwise_filter_grad*``), the GPU launcher and the
 :class:`~convviz.ops._op.Op` record.  The float64 reference is
 :func:`convviz.reference.depthwise_conv2d_native_backprop_filter`.
 """

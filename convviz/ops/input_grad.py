@@ -2,7 +2,7 @@
 
 Here: the public function and its documentation, the validator (arguments ->
 a :class:`Call`), the CPU plan around the Cython kernel ``_input_grad`` (C++ in
-``_ext/input_grad.hpp``), the GPU launcher, and the :class:`~convviz.ops._op.Op`
+``_ext/conv2d_input_grad*``), the GPU launcher, and the :class:`~convviz.ops._op.Op`
 record that ties them together.  The float64 reference is
 :func:`convviz.reference.conv2d_backprop_input`.
 """
