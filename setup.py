@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -37,13 +38,24 @@ except ImportError:  # setuptools < 69
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXT_DIR = "_ext"
 
-# Extension modules: dotted name -> (Cython source, the project's own C++ from
-# _ext/ that it links).  A new op adds its line here.
-EXTENSIONS = {
-    "convviz._openmp_info": ("convviz/_openmp_info.pyx", ["cvz_isa.cpp"]),
-    "convviz.ops._input_grad": ("convviz/ops/_input_grad.pyx", ["conv2d_input_grad.cpp"]),
-    "convviz.ops._depthwise_filter_grad": ("convviz/ops/_depthwise_filter_grad.pyx", ["depthwise_filter_grad.cpp"]),
-}
+# Extension modules: every .pyx under convviz/, named by its path
+# (convviz/ops/_input_grad.pyx -> convviz.ops._input_grad).  The project's own C++
+# it links is named in the .pyx itself, on a line "# C++ (in _ext/): a.cpp b.cpp".
+# A new op's .pyx needs no line here.
+_CPP_LINE = re.compile(r"^# C\+\+ \(in _ext/\):(.*)$", re.MULTILINE)
+
+
+def _discover_extensions() -> dict[str, tuple[str, list[str]]]:
+    found = {}
+    for pyx in sorted(glob.glob(os.path.join("convviz", "**", "*.pyx"), recursive=True)):
+        with open(pyx, encoding="utf-8") as handle:
+            own = _CPP_LINE.search(handle.read())
+        name = os.path.splitext(pyx)[0].replace(os.sep, ".")
+        found[name] = (pyx.replace(os.sep, "/"), own.group(1).split() if own else [])
+    return found
+
+
+EXTENSIONS = _discover_extensions()
 
 # Where the op modules were built before they moved beside their wrappers:
 # in-place and editable builds delete copies left there, so none is imported.

@@ -1,8 +1,9 @@
+#ifndef CVZ_PER_ISA_PASS
 // The conv2d input gradient's kernel, compiled for every ISA, and its entry
 // points: each dispatches on a table [isa][f64] of the body's instantiations.
 #include "conv2d_input_grad.hpp"
 
-#define CVZ_OP_BODY "conv2d_input_grad_body.hpp"
+#define CVZ_OP_BODY "conv2d_input_grad.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"
 
 namespace cvz {
@@ -25,3 +26,561 @@ void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx r
 }
 
 }  // namespace cvz
+
+#else  // CVZ_PER_ISA_PASS: the kernel body, compiled once per ISA by cvz_per_isa.hpp
+
+// The conv2d input gradient, written once against Simd<T> (cvz_simd_generic.hpp)
+// and compiled once per instruction set by cvz_per_isa.hpp (the entry points and
+// their dispatch tables are at the top of this file).
+//
+// Nothing here depends on the thread count: each input row is written by one
+// call of conv2d_input_grad_row, and each element sums its terms in one fixed
+// order (taps, then output channels).
+//
+// Only (output cell, tap) pairs that exist are ever added: where a tile's taps
+// read outside [0, OW) they read zeros (a padded copy of dy), which adds nothing
+// to a finite sum; when the filter holds a NaN or an infinity (NaN * 0 = NaN),
+// such edge tiles take an exact path that skips the absent pairs instead.
+
+// Tile shapes per ISA (generic, AVX2, AVX-512): pixels of a tile of 2 and of 1
+// vectors of input channels; fused tiles (1 and 2 vectors), if any.
+constexpr int MR2 = per_isa(THIS_ISA, 4, 6, 14);
+constexpr int MR1 = per_isa(THIS_ISA, 4, 12, 24);
+constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
+constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
+constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
+
+// One tile: MR output pixels (consecutive in their stride phase) x NRV vectors
+// of input channels, accumulated in registers over every tap of the phase and
+// every output channel of the group, then stored once.
+template <class T, int MR, int NRV>
+static inline void input_grad_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps,
+                                   idx a_pixel_stride, idx K, idx b_row_stride,
+                                   T* out, idx out_pixel_stride, idx n_pixels) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    vec acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
+    for (idx t = 0; t < n_taps; ++t) {
+        const T* a = a_ptrs[t];
+        const T* b = b_ptrs[t];
+        for (idx k = 0; k < K; ++k) {
+            vec bv[NRV];
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) bv[q] = S::load(b + k * b_row_stride + q * S::V);
+            CVZ_UNROLL(32)
+            for (int p = 0; p < MR; ++p) {
+                vec av = S::set1(a[p * a_pixel_stride + k]);
+                CVZ_UNROLL(4)
+                for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[q], acc[p][q]);
+            }
+        }
+    }
+    if (n_pixels == MR) {
+        CVZ_UNROLL(32)
+        for (int p = 0; p < MR; ++p)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+    } else {
+        for (int p = 0; p < n_pixels; ++p)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+    }
+}
+
+// The tile shape for `rest` remaining pixels: a full MR tile when that wastes
+// least, else MR/2 or MR/4 (a half tile plus a quarter tile beats one full tile
+// that stores little more than half of its pixels).
+template <int MR>
+static inline idx input_grad_tile_shape(idx rest) {
+    constexpr idx half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    if (rest >= MR || rest > half + quarter) return MR;
+    if (rest > quarter) return half;
+    return quarter;
+}
+
+// One tile of input_grad_tile_shape(rest) pixels; returns how many it stored.
+template <class T, int MR, int NRV, class Scratch>
+static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_stride, idx K, idx b_row_stride,
+                                   T* out, idx out_pixel_stride, idx rest) {
+    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    const idx shape = input_grad_tile_shape<MR>(rest);
+    const idx np = rest < shape ? rest : shape;
+    if (shape == MR)
+        input_grad_tile<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                    out_pixel_stride, np);
+    else if (shape == half)
+        input_grad_tile<T, half, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                      out_pixel_stride, np);
+    else
+        input_grad_tile<T, quarter, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                         out_pixel_stride, np);
+    return np;
+}
+
+// A tile whose taps of each kernel row share dy pixels: with KWT taps per row
+// whose dy windows are offset by DSTEP pixels from each other (tap t reads
+// pixels p + (KWT - 1 - t) * DSTEP of the window), each dy value is broadcast
+// once and feeds every tap that reads it -- MR*KWT*NRV FMAs for
+// MR + (KWT-1)*DSTEP broadcasts instead of one broadcast per MR*NRV FMAs.
+// a_rows[s]: window start of kernel row s; b_taps[s * KWT + t]: filter of tap t.
+// Per element the terms are added in order of (kernel row, output channel, tap).
+template <class T, int MR, int KWT, int DSTEP, int NRV>
+static inline void input_grad_tile_fused(const T* const* a_rows, const T* const* b_taps, idx n_rows,
+                                         idx a_pixel_stride, idx K, idx b_row_stride,
+                                         T* out, idx out_pixel_stride, idx n_pixels) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    constexpr int E = MR + (KWT - 1) * DSTEP;
+    vec acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
+    for (idx s = 0; s < n_rows; ++s) {
+        const T* a = a_rows[s];
+        const T* const* b = b_taps + s * KWT;
+        for (idx k = 0; k < K; ++k) {
+            vec bv[KWT][NRV];
+            CVZ_UNROLL(8)
+            for (int t = 0; t < KWT; ++t)
+                CVZ_UNROLL(4)
+                for (int q = 0; q < NRV; ++q) bv[t][q] = S::load(b[t] + k * b_row_stride + q * S::V);
+            CVZ_UNROLL(64)
+            for (int e = 0; e < E; ++e) {
+                const vec av = S::set1(a[e * a_pixel_stride + k]);
+                CVZ_UNROLL(8)
+                for (int t = 0; t < KWT; ++t) {
+                    const int p = e - (KWT - 1 - t) * DSTEP;
+                    if (p >= 0 && p < MR)
+                        CVZ_UNROLL(4)
+                        for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[t][q], acc[p][q]);
+                }
+            }
+        }
+    }
+    for (int p = 0; p < MR; ++p)
+        if (p < n_pixels)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+}
+
+// The fused tile for this (taps per row, window step, pixels left, vectors), or nullptr.
+template <class T>
+using FusedTile = void (*)(const T* const*, const T* const*, idx, idx, idx, idx, T*, idx, idx);
+
+template <class T, int NRV>
+static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
+    if constexpr (FUSED) {
+        constexpr int MR = NRV == 1 ? MR_FUSED : MR_FUSED2, HALF = (MR + 1) / 2;
+        const bool full = rest > HALF;
+        *shape = full ? MR : HALF;
+#define CVZ_FUSED(k, d) \
+    if (kwt == k && dstep == d) \
+        return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>;
+        CVZ_FUSED(3, 1) CVZ_FUSED(3, 2)
+        if (NRV == 1) {
+            CVZ_FUSED(5, 1) CVZ_FUSED(5, 2) CVZ_FUSED(7, 1) CVZ_FUSED(7, 2)
+        }
+#undef CVZ_FUSED
+    }
+    (void)kwt; (void)dstep; (void)rest; (void)shape;
+    return nullptr;
+}
+
+// Per-thread scratch of the input gradient, carved from one allocation.  When
+// dy can be read in place (compute dtype, contiguous channels), tiles read it
+// directly and only edge tiles (some tap reads outside [0, OW)) copy their
+// pixels, zero-padded, into `stage`.  Otherwise whole dy rows are converted into
+// `dy_rows` [KH][ow_span][Cout], zero outside [0, OW).  `out_row` [W][G][cin_g_pad]
+// holds results that cannot be stored in place; then the tap tables.
+template <class T>
+struct InputGradScratch {
+    T* dy_rows;
+    T* stage;
+    T* out_row;
+    idx* slot_kh;
+    idx* slot_oh;
+    idx* slot_key;     // cached dy row of each buffer slot (n * OH + oh + 1, 0 = empty)
+    idx* row_of_slot;  // buffer slot holding the dy row of kernel-row slot i
+    idx* tap_ow0;
+    idx* tap_slot;
+    idx* tap_k;
+    const T** a_ptrs;
+    const T** b_ptrs;
+};
+
+static inline idx input_grad_mr_max() { return MR2 > MR1 ? MR2 : MR1; }
+
+template <class T>
+static inline InputGradScratch<T> input_grad_scratch(const Conv2dInputGradArgs* a, void* raw) {
+    InputGradScratch<T> s;
+    const idx taps = a->KH * a->KW;
+    s.dy_rows = (T*)raw;
+    s.stage = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
+    s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
+    idx* ints = (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16));
+    s.slot_kh = ints;
+    s.slot_oh = ints + a->KH;
+    s.slot_key = s.slot_oh + a->KH;
+    s.row_of_slot = s.slot_key + a->KH;
+    s.tap_ow0 = s.row_of_slot + a->KH;
+    s.tap_slot = s.tap_ow0 + taps;
+    s.tap_k = s.tap_slot + taps;
+    s.a_ptrs = (const T**)(s.tap_k + taps);
+    s.b_ptrs = s.a_ptrs + taps;
+    return s;
+}
+
+template <class T>
+static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
+    a->V = Simd<T>::V;
+    a->cin_g_pad = round_up(a->cin_g, a->V);
+    const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
+    const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
+    a->direct = dx_same && a->dx_s[3] == 1 && a->cin_g_pad == a->cin_g;
+    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout;  // plain NHWC rows
+    // The dy row buffer covers every ow a tile may read, MR pixels of slack included.
+    const idx mr = input_grad_mr_max();
+    idx lo = 0, hi = a->OW;
+    for (idx r = 0; r < a->sw && r < a->W; ++r) {
+        const idx n_pix = (a->W - r + a->sw - 1) / a->sw;
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            idx u = r + a->pl - kw * a->dw;
+            if (((u % a->sw) + a->sw) % a->sw != 0) continue;
+            idx ow0 = floor_div(u, a->sw);
+            if (ow0 < lo) lo = ow0;
+            if (ow0 + n_pix + mr > hi) hi = ow0 + n_pix + mr;
+        }
+    }
+    a->ow_lo = lo;
+    a->ow_span = hi - lo;
+    const idx taps = a->KH * a->KW;
+    a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
+                       round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
+                       round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) +
+                       (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
+}
+
+// Whether v is NaN or infinite (exponent bits all ones), without a branch.
+template <class T>
+static inline bool nonfinite_bits(T v) {
+    if constexpr (sizeof(T) == 4) {
+        std::uint32_t b;
+        std::memcpy(&b, &v, 4);
+        return (b & 0x7f800000u) == 0x7f800000u;
+    } else {
+        std::uint64_t b;
+        std::memcpy(&b, &v, 8);
+        return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+    }
+}
+
+// Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
+// zero in the padding channels, so a tile reads contiguous input channels.
+// Notes whether any weight is NaN or infinite (then edge tiles go exact).
+template <class T>
+static void conv2d_input_grad_pack(Conv2dInputGradArgs* a) {
+    T* packed = (T*)a->packed;
+    bool nonfinite = false;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw)
+            for (idx g = 0; g < a->G; ++g)
+                for (idx co = 0; co < a->cout_g; ++co) {
+                    T* dst = packed + (((kh * a->KW + kw) * a->G + g) * a->cout_g + co) * a->cin_g_pad;
+                    idx src = kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + co) * a->w_s[3];
+                    for (idx ci = 0; ci < a->cin_g; ++ci) {
+                        dst[ci] = load_as<T>(a->w, a->w_type, src + ci * a->w_s[2]);
+                        nonfinite |= nonfinite_bits(dst[ci]);
+                    }
+                    for (idx ci = a->cin_g; ci < a->cin_g_pad; ++ci) dst[ci] = 0;
+                }
+    a->exact_edges = nonfinite;
+}
+
+// dy pixels [first, last) of one row (pixel pitch `pitch`, cout_g channels used):
+// the row itself when all lie inside [0, OW), else a copy in `stage`, same
+// pitch, with zeros for the pixels outside.
+template <class T>
+static inline const T* input_grad_dy_window(const T* src_row, idx first, idx last, idx OW, idx pitch, idx cout_g,
+                                            T* stage) {
+    if (first >= 0 && last <= OW) return src_row + first * pitch;
+    idx lo = first < 0 ? 0 : first;
+    if (lo > last) lo = last;
+    idx hi = last > OW ? OW : last;
+    if (hi < lo) hi = lo;
+    if (lo > first) std::memset(stage, 0, (std::size_t)((lo - first) * pitch) * sizeof(T));
+    if (hi > lo)
+        std::memcpy(stage + (lo - first) * pitch, src_row + lo * pitch,
+                    (std::size_t)((hi - lo - 1) * pitch + cout_g) * sizeof(T));
+    if (last > hi) std::memset(stage + (hi - first) * pitch, 0, (std::size_t)((last - hi) * pitch) * sizeof(T));
+    return stage;
+}
+
+// An edge tile of n_pixels pixels from j0, all channel blocks [c_begin, c_end),
+// exactly: pixel p gets the terms of tap t only when its dy pixel
+// tap_ow0[t] + j0 + p lies in [0, OW).  The taps come as n_rows rows of kwt:
+// s.a_ptrs[row] is the dy window of the row, and tap i of the row reads it
+// (kwt - 1 - i) * dstep pixels on (kwt = 1: a plain tile, one tap a row).  Per
+// element the terms are added in the order of the fast tiles: rows, output
+// channels, then the row's taps from last to first.
+template <class T, int NRV>
+CVZ_NOINLINE static void input_grad_tile_exact(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx g,
+                                               idx c_begin, idx c_end, idx n_rows, idx kwt, idx dstep, idx j0,
+                                               idx n_pixels, idx a_pixel_stride, T* out, idx out_pixel_stride) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    const idx K = a->cout_g, b_row_stride = a->cin_g_pad;
+    for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V)
+        for (idx p = 0; p < n_pixels; ++p) {
+            vec acc[NRV];
+            for (int q = 0; q < NRV; ++q) acc[q] = S::zero();
+            for (idx row = 0; row < n_rows; ++row)
+                for (idx k = 0; k < K; ++k)
+                    for (idx i = kwt - 1; i >= 0; --i) {
+                        const idx t = row * kwt + i, ow = s.tap_ow0[t] + j0 + p;
+                        if (ow < 0 || ow >= a->OW) continue;  // this tap reads padding here
+                        const vec av = S::set1(s.a_ptrs[row][(p + (kwt - 1 - i) * dstep) * a_pixel_stride + k]);
+                        const T* b = packed + (s.tap_k[t] * a->G + g) * K * b_row_stride + c0 + k * b_row_stride;
+                        for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + q * S::V), acc[q]);
+                    }
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + c0 + q * S::V, acc[q]);
+        }
+}
+
+// Whether some tap of a tile of n_pixels pixels from j0 reads outside [0, OW).
+static inline bool input_grad_edge_tile(const idx* tap_ow0, idx n_taps, idx j0, idx n_pixels, idx OW) {
+    bool edge = false;
+    for (idx t = 0; t < n_taps; ++t) edge = edge || tap_ow0[t] + j0 < 0 || tap_ow0[t] + j0 + n_pixels > OW;
+    return edge;
+}
+
+// One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors:
+// tiles of MR pixels (smaller at the end), every tap of the phase.  A tile reads
+// dy in place when all its windows lie inside [0, OW); an edge tile gives the
+// taps that cross the border a zero-padded copy (same pixel pitch as dy), or
+// with a non-finite filter goes through input_grad_tile_exact.
+template <class T, int MR, int NRV>
+static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
+                                idx c_end, idx r, idx n_pix, idx n_taps, T* out_base, idx out_pixel,
+                                idx out_group) {
+    typedef Simd<T> S;
+    const T* dy = (const T*)a->dy;
+    const T* packed = (const T*)a->packed;
+    const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
+    const idx row_elems = a->ow_span * Cout;
+    const idx mr_max = input_grad_mr_max();
+    const idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
+    idx j0 = 0;
+    while (j0 < n_pix) {
+        const idx rest = n_pix - j0;
+        // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
+        const idx shape = input_grad_tile_shape<MR>(rest);
+        if (a->dy_direct) {
+            const idx pitch = a->dy_s[2];
+            for (idx t = 0; t < n_taps; ++t) {
+                const idx first = s.tap_ow0[t] + j0, last = first + shape;
+                const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] + g * a->cout_g;
+                s.a_ptrs[t] = input_grad_dy_window<T>(src_row, first, last, a->OW, pitch, a->cout_g,
+                                                      s.stage + t * mr_max * pitch);
+            }
+        } else {
+            for (idx t = 0; t < n_taps; ++t)
+                s.a_ptrs[t] = s.dy_rows + s.row_of_slot[s.tap_slot[t]] * row_elems +
+                              (s.tap_ow0[t] + j0 - a->ow_lo) * Cout + g * a->cout_g;
+        }
+        const idx np = rest < shape ? rest : shape;
+        if (a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_taps, j0, np, a->OW)) {
+            input_grad_tile_exact<T, NRV>(a, s, g, c_begin, c_end, n_taps, 1, 0, j0, np, a_stride,
+                                          out_base + (r + j0 * a->sw) * out_pixel + g * out_group, a->sw * out_pixel);
+            j0 += np;
+            continue;
+        }
+        idx done = 0;
+        for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
+            for (idx t = 0; t < n_taps; ++t)
+                s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
+            T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
+            // A full tile, or the smallest tile shape that covers the rest.
+            done = input_grad_tiles<T, MR, NRV>(s, n_taps, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel,
+                                                rest);
+        }
+        j0 += done;
+    }
+}
+
+// One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors,
+// with fused tiles: each tile reads, per kernel row, one dy window of
+// shape + (kwt-1)*dstep pixels (in place, or staged zero-padded at the edges),
+// shared by all its channel blocks.  With a non-finite filter, edge tiles go exact.
+template <class T, int NRV>
+static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
+                                 idx c_end, idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base,
+                                 idx out_pixel, idx out_group) {
+    typedef Simd<T> S;
+    const T* dy = (const T*)a->dy;
+    const T* packed = (const T*)a->packed;
+    const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
+    const idx row_elems = a->ow_span * Cout;
+    const idx mr_max = input_grad_mr_max();
+    idx j0 = 0;
+    while (j0 < n_pix) {
+        idx shape = 0;
+        const FusedTile<T> tile = input_grad_fused_for<T, NRV>(kwt, dstep, n_pix - j0, &shape);
+        const idx window = shape + (kwt - 1) * dstep;
+        idx a_stride = Cout;
+        for (idx slot = 0; slot < n_slots; ++slot) {
+            const idx first = s.tap_ow0[slot * kwt + kwt - 1] + j0;  // the last tap's window starts first
+            if (!a->dy_direct) {
+                s.a_ptrs[slot] = s.dy_rows + s.row_of_slot[slot] * row_elems + (first - a->ow_lo) * Cout +
+                                 g * a->cout_g;
+                continue;
+            }
+            const idx pitch = a->dy_s[2];
+            a_stride = pitch;
+            const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[slot] * a->dy_s[1] + g * a->cout_g;
+            s.a_ptrs[slot] = input_grad_dy_window<T>(src_row, first, first + window, a->OW, pitch, a->cout_g,
+                                                     s.stage + slot * mr_max * a->KW * pitch);  // room for a window
+        }
+        const idx np = n_pix - j0 < shape ? n_pix - j0 : shape;
+        if (a->exact_edges && input_grad_edge_tile(s.tap_ow0, n_slots * kwt, j0, np, a->OW)) {
+            input_grad_tile_exact<T, NRV>(a, s, g, c_begin, c_end, n_slots, kwt, dstep, j0, np, a_stride,
+                                          out_base + (r + j0 * a->sw) * out_pixel + g * out_group, a->sw * out_pixel);
+            j0 += np;
+            continue;
+        }
+        for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
+            for (idx slot = 0; slot < n_slots; ++slot)
+                for (idx i = 0; i < kwt; ++i) {
+                    const idx t = slot * kwt + i;
+                    s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
+                }
+            T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
+            tile(s.a_ptrs, s.b_ptrs, n_slots, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel, np);
+        }
+        j0 += np;
+    }
+}
+
+// Compute one input row dx[n, ih, :, :] (row = n * H + ih).
+template <class T>
+static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* raw_scratch) {
+    typedef Simd<T> S;
+    InputGradScratch<T> s = input_grad_scratch<T>(a, raw_scratch);
+    const idx n = row / a->H, ih = row % a->H;
+    const idx Cout = a->Cout, G = a->G, cin_g_pad = a->cin_g_pad;
+    const idx row_elems = a->ow_span * Cout;
+
+    // Kernel rows that reach this input row.  When dy is not read in place, each
+    // needs a converted copy of its dy row: rows stay cached in the KH slots of
+    // this thread's scratch (slot_key = n * OH + oh + 1; 0 = empty, as zeroed),
+    // since consecutive input rows share most of their dy rows.
+    idx n_slots = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        idx t = ih + a->pt - kh * a->dh;
+        if (t < 0 || t % a->sh != 0) continue;
+        idx oh = t / a->sh;
+        if (oh >= a->OH) continue;
+        s.slot_kh[n_slots] = kh;
+        s.slot_oh[n_slots++] = oh;
+    }
+    if (!a->dy_direct) {
+        // tap_slot[] below indexes s.row_of_slot: the cache slot holding each dy row.
+        for (idx i = 0; i < n_slots; ++i) {
+            const idx key = n * a->OH + s.slot_oh[i] + 1;
+            s.row_of_slot[i] = -1;
+            for (idx k = 0; k < a->KH; ++k)
+                if (s.slot_key[k] == key) s.row_of_slot[i] = k;
+        }
+        for (idx i = 0; i < n_slots; ++i) {
+            if (s.row_of_slot[i] >= 0) continue;
+            idx free_slot = 0;
+            for (idx k = 0; k < a->KH; ++k) {
+                bool needed = false;
+                for (idx j = 0; j < n_slots; ++j) needed = needed || s.row_of_slot[j] == k;
+                if (!needed) { free_slot = k; break; }
+            }
+            T* dst = s.dy_rows + free_slot * row_elems + (0 - a->ow_lo) * Cout;
+            gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + s.slot_oh[i] * a->dy_s[1],
+                           a->OW, a->dy_s[2], Cout, a->dy_s[3]);
+            s.slot_key[free_slot] = n * a->OH + s.slot_oh[i] + 1;
+            s.row_of_slot[i] = free_slot;
+        }
+    }
+
+    T* out_base;
+    idx out_pixel, out_group;
+    if (a->direct) {
+        out_base = (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1];
+        out_pixel = a->dx_s[2];
+        out_group = a->cin_g;
+    } else {
+        out_base = s.out_row;
+        out_pixel = G * cin_g_pad;
+        out_group = cin_g_pad;
+    }
+
+    for (idx r = 0; r < a->sw && r < a->W; ++r) {
+        const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
+        // Taps of this phase: (slot, kw) with r + pl - kw * dw divisible by sw.
+        idx n_taps = 0;
+        for (idx slot = 0; slot < n_slots; ++slot)
+            for (idx kw = 0; kw < a->KW; ++kw) {
+                idx u = r + a->pl - kw * a->dw;
+                if (((u % a->sw) + a->sw) % a->sw != 0) continue;
+                s.tap_ow0[n_taps] = floor_div(u, a->sw);
+                s.tap_slot[n_taps] = slot;
+                s.tap_k[n_taps] = s.slot_kh[slot] * a->KW + kw;
+                ++n_taps;
+            }
+        // Every kernel row of this phase has the same kw taps; when they form an
+        // arithmetic run of windows (step dstep), narrow tiles can fuse them.
+        const idx kwt = n_slots ? n_taps / n_slots : 0;
+        idx dstep = 0;
+        bool fusable = kwt >= 2;
+        if (fusable) {
+            dstep = s.tap_ow0[0] - s.tap_ow0[1];
+            for (idx t = 0; t < n_taps && fusable; ++t) {
+                const idx i = t % kwt;
+                fusable = s.tap_ow0[t] == s.tap_ow0[t - i] - i * dstep;
+            }
+            fusable = fusable && dstep >= 1;
+        }
+        for (idx g = 0; g < G; ++g) {
+            // Wide blocks (2 vectors of input channels) share one pass over the
+            // tiles, so each tile's dy pointers (and edge copies) serve them all;
+            // then the narrow remainder (1 vector), fused when its taps allow.
+            const idx wide_end = cin_g_pad / (2 * S::V) * (2 * S::V);
+            idx fused_shape = 0;
+            if (wide_end > 0) {
+                if (fusable && input_grad_fused_for<T, 2>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                    input_grad_row_fused<T, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
+                                               out_pixel, out_group);
+                else
+                    input_grad_row_pass<T, MR2, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_taps, out_base,
+                                                       out_pixel, out_group);
+            }
+            if (wide_end < cin_g_pad) {
+                if (fusable && input_grad_fused_for<T, 1>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                    input_grad_row_fused<T, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_slots, kwt, dstep,
+                                               out_base, out_pixel, out_group);
+                else
+                    input_grad_row_pass<T, MR1, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_taps, out_base,
+                                                       out_pixel, out_group);
+            }
+        }
+    }
+
+    if (!a->direct) {  // convert / scatter the row into dx, group by group
+        const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
+        for (idx g = 0; g < G; ++g)
+            scatter_rows<T>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2], a->cin_g,
+                            a->dx_s[3], s.out_row + g * cin_g_pad, G * cin_g_pad);
+    }
+}
+
+#endif  // CVZ_PER_ISA_PASS

@@ -1,5 +1,5 @@
-// The conv2d input gradient: its arguments and entry points.  The kernel body
-// is conv2d_input_grad_body.hpp; conv2d_input_grad.cpp compiles it per ISA.
+// The conv2d input gradient: its arguments and entry points (the interface the
+// Cython module includes).  conv2d_input_grad.cpp holds the kernel, per ISA.
 #pragma once
 
 #include "cvz_common.hpp"

@@ -1,12 +1,17 @@
 // Compile one op's kernel body once per instruction set, and build its
-// dispatch tables.  An op's .cpp does
+// dispatch tables.  An op's one .cpp (as Highway's foreach_target does) reads
 //
-//     #define CVZ_OP_BODY "my_op_body.hpp"
+//     #ifndef CVZ_PER_ISA_PASS
+//     #include "my_op.hpp"                 // its argument struct and entry points
+//     #define CVZ_OP_BODY "my_op.cpp"      // this very file
 //     #include "cvz_per_isa.hpp"
 //     static const MyFn my_table[ISA_COUNT][2] = CVZ_ISA_TABLE(my_op_entry);
+//     ... entry points: isa_pick(my_table, isa, f64)(...)
+//     #else
+//     ... the kernel body, templates written once against Simd<T>
+//     #endif
 //
-// and its entry point calls isa_pick(my_table, isa, f64)(...).  The body is
-// included in namespaces cvz::generic, cvz::avx2 and cvz::avx512, each time
+// The body (the file again, with CVZ_PER_ISA_PASS defined) is included in namespaces cvz::generic, cvz::avx2 and cvz::avx512, each time
 // after that ISA's Simd<T> traits and the layout helpers, inside a region that
 // compiles every function for that ISA (GCC: target pragma; clang: target
 // attribute pushed on every function; MSVC: nothing, its intrinsics need no
@@ -21,6 +26,8 @@
 #if CVZ_X86
 #include <immintrin.h>
 #endif
+
+#define CVZ_PER_ISA_PASS 1  // the op's file, included below, now yields its body
 
 #if defined(__clang__)
 #define CVZ_TARGET_PUSH(features) \
@@ -79,3 +86,5 @@ CVZ_TARGET_POP
         {&generic::fn<float>, &generic::fn<double>}, \
     }
 #endif  // CVZ_X86
+
+#undef CVZ_PER_ISA_PASS

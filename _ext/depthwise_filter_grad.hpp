@@ -1,6 +1,6 @@
-// The depthwise conv2d filter gradient: its arguments and entry points.  The
-// kernel body is depthwise_filter_grad_body.hpp; depthwise_filter_grad.cpp
-// compiles it per ISA.
+// The depthwise conv2d filter gradient: its arguments and entry points (the
+// interface the Cython module includes).  depthwise_filter_grad.cpp holds the
+// kernel, per ISA.
 #pragma once
 
 #include "cvz_common.hpp"

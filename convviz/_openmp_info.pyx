@@ -1,4 +1,5 @@
 # distutils: language = c++
+# C++ (in _ext/): cvz_isa.cpp
 """Build and machine facts about the compiled kernels: OpenMP, threads, SIMD."""
 
 from _openmp cimport CONVVIZ_OPENMP_ENABLED, omp_get_max_threads, omp_get_num_procs

@@ -1,4 +1,5 @@
 # distutils: language = c++
+# C++ (in _ext/): depthwise_filter_grad.cpp
 """Kernel for the gradient of depthwise conv2d with respect to its filter.
 
 Trusts its arguments: ``convviz._backends.cpu`` validates everything and builds
