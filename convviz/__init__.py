@@ -26,7 +26,8 @@ from ._version import __version__
 from .errors import DeviceError, InvalidArgumentError
 from ._info import openmp_enabled, show_versions
 from .geometry import AxisGeometry, ConvGeometry
-from .ops import conv2d_backprop_input, depthwise_conv2d_native_backprop_filter
+from . import ops
+from .ops import *  # noqa: F403 -- every op's public function (convviz.ops.__all__)
 from . import compat, errors, geometry, reference
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
     "InvalidArgumentError",
     "__version__",
     "compat",
-    "conv2d_backprop_input",
-    "depthwise_conv2d_native_backprop_filter",
     "errors",
     "explore",
     "geometry",
@@ -45,6 +44,7 @@ __all__ = [
     "reference",
     "show_versions",
 ]
+__all__ += ops.__all__
 
 
 def __getattr__(name: str):

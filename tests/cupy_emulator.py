@@ -1,7 +1,7 @@
 """A CPU stand-in for the part of CuPy that convviz's GPU backend uses.
 
-It runs the *real* ``convviz/_backends/cuda_kernels.cu``: the CUDA source is
-compiled as host C++ (a small prelude maps ``__global__``, ``threadIdx`` and
+It runs the *real* CUDA source (``convviz/_backends/cuda_common.cuh`` and every
+op's ``convviz/ops/<op>.cu``): it is compiled as host C++ (a small prelude maps ``__global__``, ``threadIdx`` and
 friends and ``cuda_fp16.h`` onto plain C++), and a "launch" walks the grid and
 block one thread at a time.  The kernels use neither shared memory nor
 barriers, so that serial walk computes what the GPU computes, in the same order;
@@ -49,7 +49,7 @@ static inline float __half2float(__half h) { return (float)h.value; }
 static inline __half __float2half_rn(float f) { __half h; h.value = (_Float16)f; return h; }
 """
 
-LAUNCHERS = r"""
+WALK = r"""
 template <class Body>
 static void cvz_walk(const unsigned* grid, unsigned threads, Body body) {
     gridDim = {grid[0], grid[1], grid[2]};
@@ -63,21 +63,41 @@ static void cvz_walk(const unsigned* grid, unsigned threads, Body body) {
                     body();
                 }
 }
-#define CVZ_S(T) typename IO<T>::storage
-#define CVZ_C(T) typename IO<T>::compute
-#define CVZ_INPUT_GRAD(T) extern "C" void launch_input_grad_##T(const unsigned* g, unsigned b, void** a) { \
-    cvz_walk(g, b, [&] { input_grad<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], (CVZ_S(T)*)a[2], \
-                                       (const i64*)a[3], *(const i64*)a[4]); }); }
-#define CVZ_DEPTHWISE_FILTER_GRAD(T) \
-    extern "C" void launch_depthwise_filter_grad_partial_##T(const unsigned* g, unsigned b, void** a) { \
-        cvz_walk(g, b, [&] { depthwise_filter_grad_partial<T>((const CVZ_S(T)*)a[0], (const CVZ_S(T)*)a[1], \
-                                                    (CVZ_C(T)*)a[2], (const i64*)a[3]); }); } \
-    extern "C" void launch_depthwise_filter_grad_merge_##T(const unsigned* g, unsigned b, void** a) { \
-        cvz_walk(g, b, [&] { depthwise_filter_grad_merge<T>((const CVZ_C(T)*)a[0], (CVZ_S(T)*)a[1], \
-                                                  *(const i64*)a[2], *(const i64*)a[3]); }); }
-CVZ_INPUT_GRAD(0) CVZ_INPUT_GRAD(1) CVZ_INPUT_GRAD(2) CVZ_INPUT_GRAD(3) CVZ_INPUT_GRAD(4)
-CVZ_DEPTHWISE_FILTER_GRAD(0) CVZ_DEPTHWISE_FILTER_GRAD(1) CVZ_DEPTHWISE_FILTER_GRAD(2) CVZ_DEPTHWISE_FILTER_GRAD(3)
 """
+
+_KERNEL = re.compile(r"template\s*<int TYPE>\s*__global__\s+void\s+(\w+)\s*\(([^)]*)\)")
+
+
+def kernel_signatures(code: str) -> dict[str, list[str]]:
+    """``{kernel: [parameter type, ...]}`` of every ``template <int TYPE> __global__`` kernel in ``code``."""
+    found = {}
+    for name, params in _KERNEL.findall(code):
+        types = []
+        for param in params.split(","):
+            param = " ".join(param.split())
+            types.append(re.sub(r"\s*\b\w+$", "", param))  # drop the parameter's name
+        found[name] = types
+    return found
+
+
+def instantiation(name: str, types: list[str], type_code: int) -> tuple[str, list[str]]:
+    """The kernel's name and parameter types with ``TYPE`` = ``type_code``."""
+    return f"{name}<{type_code}>", [re.sub(r"\bTYPE\b", str(type_code), t) for t in types]
+
+
+def launchers(code: str, name_expressions: list[str]) -> str:
+    """One ``extern "C" launch_<kernel>_<type>(grid, threads, argv)`` per name expression:
+    it walks the grid and calls the kernel with each argument cast to its parameter type
+    (pointers are passed as they are, scalars through a pointer to them)."""
+    signatures = kernel_signatures(code)
+    out = [WALK]
+    for expression in name_expressions:
+        kernel, type_code = re.fullmatch(r"(\w+)<(\d)>", expression).groups()
+        call, types = instantiation(kernel, signatures[kernel], int(type_code))
+        args = ", ".join(f"({t})a[{i}]" if t.endswith("*") else f"*({t}*)a[{i}]" for i, t in enumerate(types))
+        out.append(f'extern "C" void launch_{kernel}_{type_code}(const unsigned* g, unsigned b, void** a) '
+                   f"{{ cvz_walk(g, b, [&] {{ {call}({args}); }}); }}")
+    return "\n".join(out)
 
 
 def compiler() -> str | None:
@@ -86,14 +106,14 @@ def compiler() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _build(code: str) -> ctypes.CDLL:
+def _build(code: str, name_expressions: tuple[str, ...]) -> ctypes.CDLL:
     """Compile the kernel source and the launchers into a shared library (once per source)."""
     work = Path(tempfile.mkdtemp(prefix="convviz-cupy-emulator-"))
     atexit.register(shutil.rmtree, work, ignore_errors=True)  # the loaded library needs no file
     (work / "cuda_fp16.h").write_text(FP16_HEADER)
     (work / "prelude.hpp").write_text(PRELUDE)
     source = work / "kernels.cpp"
-    source.write_text(code + "\n" + LAUNCHERS)
+    source.write_text(code + "\n" + launchers(code, list(name_expressions)))
     library = work / "kernels.so"
     command = [compiler(), "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC",
                "-include", str(work / "prelude.hpp"), "-I", str(work), str(source), "-o", str(library)]
@@ -194,7 +214,7 @@ class RawModule:
         self._library: ctypes.CDLL | None = None
 
     def compile(self) -> None:
-        self._library = _build(self._code)
+        self._library = _build(self._code, tuple(self._names))
 
     def get_function(self, name: str) -> _Function:
         if name not in self._names:

@@ -8,33 +8,29 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parent.parent / "convviz" / "_backends" / "cuda_kernels.cu"
+def _source_and_instantiations() -> tuple[str, str]:
+    from convviz._backends import cuda
+    from cupy_emulator import instantiation, kernel_signatures
 
-INSTANTIATIONS = """
-template __global__ void input_grad<0>(const __half*, const __half*, __half*, const i64*, i64);
-template __global__ void input_grad<1>(const unsigned short*, const unsigned short*, unsigned short*, const i64*, i64);
-template __global__ void input_grad<2>(const float*, const float*, float*, const i64*, i64);
-template __global__ void input_grad<3>(const double*, const double*, double*, const i64*, i64);
-template __global__ void input_grad<4>(const unsigned int*, const unsigned int*, unsigned int*, const i64*, i64);
-template __global__ void depthwise_filter_grad_partial<0>(const __half*, const __half*, float*, const i64*);
-template __global__ void depthwise_filter_grad_partial<1>(const unsigned short*, const unsigned short*, float*, const i64*);
-template __global__ void depthwise_filter_grad_partial<2>(const float*, const float*, float*, const i64*);
-template __global__ void depthwise_filter_grad_partial<3>(const double*, const double*, double*, const i64*);
-template __global__ void depthwise_filter_grad_merge<0>(const float*, __half*, i64, i64);
-template __global__ void depthwise_filter_grad_merge<1>(const float*, unsigned short*, i64, i64);
-template __global__ void depthwise_filter_grad_merge<2>(const float*, float*, i64, i64);
-template __global__ void depthwise_filter_grad_merge<3>(const double*, double*, i64, i64);
-"""
+    code = cuda.source()
+    signatures = kernel_signatures(code)
+    lines = []
+    for expression in cuda.kernel_names():
+        kernel, type_code = expression[:-3], int(expression[-2])
+        name, types = instantiation(kernel, signatures[kernel], type_code)
+        concrete = ", ".join(t.replace(f"typename IO<{type_code}>::", f"IO<{type_code}>::") for t in types)
+        lines.append(f"template __global__ void {name}({concrete});")
+    return code, "\n".join(lines)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
 def test_cuda_kernels_compile(tmp_path):
+    code, instantiations = _source_and_instantiations()
     wrapper = tmp_path / "check.cu"
-    wrapper.write_text(f'#include "{SOURCE}"\n{INSTANTIATIONS}')
+    wrapper.write_text(f"{code}\n{instantiations}")
     result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_80", "-c", str(wrapper), "-o", str(tmp_path / "k.o")],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -42,5 +38,18 @@ def test_cuda_kernels_compile(tmp_path):
 
 def test_the_source_is_installed_with_the_package():
     from convviz._backends import cuda
+    from convviz.ops import OPS
 
-    assert cuda.SOURCE.exists() and "input_grad" in cuda.SOURCE.read_text()
+    assert cuda.COMMON.exists()
+    code = cuda.source()
+    for op in OPS:  # every op's kernels are declared, and their source is in the module
+        assert any(name.split("<")[0] in code for name in cuda.kernel_names())
+
+
+def test_every_declared_kernel_is_in_the_source_with_an_instantiation_per_name():
+    code, instantiations = _source_and_instantiations()
+    from convviz._backends import cuda
+
+    assert len(instantiations.splitlines()) == len(cuda.kernel_names()) == 13
+    assert "template __global__ void input_grad<2>(const IO<2>::storage*, const IO<2>::storage*, " \
+           "IO<2>::storage*, const i64*, i64);" in instantiations

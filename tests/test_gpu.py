@@ -5,7 +5,7 @@ Every test runs twice:
 * ``cuda``: real CuPy on a real device; skips cleanly without CuPy or a CUDA device.
   Run it on a GPU machine with ``python -m pytest tests/test_gpu.py``.
 * ``emulated``: ``cupy_emulator`` stands in for CuPy and runs the same
-  ``cuda_kernels.cu`` compiled as host C++, one GPU thread after another.  This
+  CUDA source compiled as host C++, one GPU thread after another.  This
   checks the kernels' arithmetic and the backend's parameter and stride packing on
   any machine with a C++ compiler; it says nothing about speed or NVRTC.
 """

@@ -1,8 +1,8 @@
 """GPU backend: what every op's GPU launcher shares.
 
-The kernels (``cuda_kernels.cu``) are compiled by CuPy once per device and
-cached; each op declares the kernel instantiations it launches
-(:func:`declare_kernels`) and launches them from its own module.  Arrays stay
+Each op keeps its CUDA kernels beside its module (``convviz/ops/<op>.cu``) and
+declares them with :func:`declare_kernels`; they are compiled together, after
+``cuda_common.cuh`` (the element types), by CuPy once per device and cached.  Arrays stay
 on the device (results are CuPy arrays on the inputs' device), and only a small
 int64 parameter array is uploaded per call.  Semantics and determinism match the
 CPU kernels.
@@ -19,22 +19,36 @@ import numpy as np
 from .._validate import BFLOAT16
 from ..errors import DeviceError
 
-SOURCE = Path(__file__).with_name("cuda_kernels.cu")
+COMMON = Path(__file__).with_name("cuda_common.cuh")
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3,
               np.dtype(np.int32): 4}
 THREADS = 256
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y; the kernel loops over what does not fit
 
-# Kernel instantiations ("input_grad<2>", ...) the ops launch; compiled together.
+# The ops' kernel sources and the instantiations ("input_grad<2>", ...) they launch.
+_SOURCES: list[Path] = []
 _KERNEL_NAMES: list[str] = []
 
 
-def declare_kernels(*names: str) -> None:
-    """Ask for these template instantiations of ``cuda_kernels.cu`` (called by each op at import)."""
+def declare_kernels(source: Path, *names: str) -> None:
+    """Compile ``source`` (an op's .cu) with the others, and these template
+    instantiations of its kernels (called by each op's module at import)."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
     for name in names:
         if name not in _KERNEL_NAMES:
             _KERNEL_NAMES.append(name)
     _module.cache_clear()
+
+
+def source() -> str:
+    """The whole CUDA source: the shared types, then every declared op's kernels."""
+    return "\n".join(path.read_text() for path in [COMMON, *_SOURCES])
+
+
+def kernel_names() -> list[str]:
+    """Every declared kernel instantiation."""
+    return list(_KERNEL_NAMES)
 
 
 def cupy_module():
@@ -71,7 +85,7 @@ def _module(device_id: int):
     """The compiled kernels for one device (NVRTC compile once, then cached by CuPy and here)."""
     cp = cupy_module()
     with cp.cuda.Device(device_id):
-        module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
+        module = cp.RawModule(code=source(), options=("-std=c++17",),
                               name_expressions=list(_KERNEL_NAMES))
         module.compile()
     return module

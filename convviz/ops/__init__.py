@@ -21,6 +21,7 @@ from .depthwise_filter_grad import depthwise_conv2d_native_backprop_filter
 from .input_grad import OP as CONV2D_BACKPROP_INPUT
 from .input_grad import conv2d_backprop_input
 
+# The public op functions: convviz re-exports exactly these (``from .ops import *``).
 __all__ = ["conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
 #: Every op, in the order the documentation lists them.

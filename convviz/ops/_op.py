@@ -111,7 +111,6 @@ class Op:
         # Precomputed: run() is the hot path of every call.
         self.tensor_positions = tuple(self.args.index(name) for name in self.tensors)
         n_args = len(self.args) + len(WINDOW_ARGS)
-        others = tuple(i for i in range(n_args) if i not in self.tensor_positions)
         self._tensors_of = _getter(self.tensor_positions)
         self._plan_key = _key_function(self.name, n_args, self.tensor_positions,
                                        len(self.args) + WINDOW_ARGS.index("explicit_paddings"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,7 +129,8 @@ class Plan:
         return result
 
 
-cuda.declare_kernels(*(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
+cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
+                     *(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
                      *(f"depthwise_filter_grad_merge<{t}>" for t in range(4)))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,7 @@ class Plan:
         return result
 
 
-cuda.declare_kernels(*(f"input_grad<{t}>" for t in range(5)))
+cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)))
 
 
 def run_on_gpu(call: Call) -> Any:

@@ -1,0 +1,67 @@
+// What every convviz CUDA kernel shares: the element types and their conversions.
+// convviz/_backends/cuda.py compiles this, then each op's kernels
+// (convviz/ops/<op>.cu, declared by the op's module), as one source, at run time
+// by CuPy (NVRTC), once per device.
+//
+// Same semantics as the CPU kernels: arrays arrive in logical NHWC order with
+// element strides (so NCHW and non-contiguous views need no copies); half types
+// are read into float and rounded once on the way out; int32 is computed as
+// unsigned int (wrapping, exactly TensorFlow's int32 arithmetic).
+//
+// Deterministic: every input-gradient element is computed by one thread in one
+// fixed order; the filter gradient sums fixed chunks of pixels into partial sums
+// (pass 1) that are then added in chunk order (pass 2) -- no atomics.
+//
+// Parameters travel in one int64 array `p`, laid out by each op (see its .cu).
+
+#include <cuda_fp16.h>
+
+typedef long long i64;
+
+// Type codes, as on the CPU side: 0 float16, 1 bfloat16 (bits in uint16), 2 float32, 3 float64, 4 int32.
+template <int TYPE> struct IO;
+
+template <> struct IO<0> {
+    typedef __half storage;
+    typedef float compute;
+    __device__ static float load(const __half* p, i64 i) { return __half2float(p[i]); }
+    __device__ static void store(__half* p, i64 i, float v) { p[i] = __float2half_rn(v); }
+};
+
+template <> struct IO<1> {
+    typedef unsigned short storage;
+    typedef float compute;
+    __device__ static float load(const unsigned short* p, i64 i) {
+        return __uint_as_float(((unsigned int)p[i]) << 16);
+    }
+    __device__ static void store(unsigned short* p, i64 i, float v) {
+        unsigned int u = __float_as_uint(v);
+        if ((u & 0x7fffffffu) > 0x7f800000u) {  // NaN stays a (quiet) NaN
+            p[i] = (unsigned short)((u >> 16) | 0x40u);
+            return;
+        }
+        u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+        p[i] = (unsigned short)(u >> 16);
+    }
+};
+
+template <> struct IO<2> {
+    typedef float storage;
+    typedef float compute;
+    __device__ static float load(const float* p, i64 i) { return p[i]; }
+    __device__ static void store(float* p, i64 i, float v) { p[i] = v; }
+};
+
+template <> struct IO<3> {
+    typedef double storage;
+    typedef double compute;
+    __device__ static double load(const double* p, i64 i) { return p[i]; }
+    __device__ static void store(double* p, i64 i, double v) { p[i] = v; }
+};
+
+template <> struct IO<4> {
+    typedef unsigned int storage;
+    typedef unsigned int compute;
+    __device__ static unsigned int load(const unsigned int* p, i64 i) { return p[i]; }
+    __device__ static void store(unsigned int* p, i64 i, unsigned int v) { p[i] = v; }
+};
