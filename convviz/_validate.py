@@ -165,8 +165,8 @@ def check_same_dtype(array: np.ndarray, name: str, reference: np.ndarray, ref_na
 
 
 def tensor_pair(
-    first: Any, first_name: str, out_backprop: Any, op: str,
-    allowed: tuple[np.dtype, ...], default_float: Any,
+    first: Any, first_name: str, second: Any, op: str,
+    allowed: tuple[np.dtype, ...], default_float: Any, second_name: str = "out_backprop",
 ) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """Convert an op's two tensors; they must share one of the ``allowed`` dtypes.
 
@@ -175,13 +175,13 @@ def tensor_pair(
     """
     first_is_array = hasattr(first, "dtype")
     first = as_tensor(first, first_name, op, default_float=default_float)
-    out_backprop = as_tensor(out_backprop, "out_backprop", op,
-                             like=first if first_is_array else None, default_float=default_float)
-    if not first_is_array and out_backprop.dtype != first.dtype:
-        first = as_tensor(first.tolist(), first_name, op, like=out_backprop)
+    second = as_tensor(second, second_name, op, like=first if first_is_array else None,
+                       default_float=default_float)
+    if not first_is_array and second.dtype != first.dtype:
+        first = as_tensor(first.tolist(), first_name, op, like=second)
     dtype = check_dtype(first, first_name, op, allowed)
-    check_same_dtype(out_backprop, "out_backprop", first, first_name, op)
-    return first, out_backprop, dtype
+    check_same_dtype(second, second_name, first, first_name, op)
+    return first, second, dtype
 
 
 def check_rank4(array: np.ndarray, name: str, op: str, layout: str) -> None:
@@ -296,9 +296,11 @@ def spatial(shape: tuple[int, ...], window: Window) -> tuple[int, int, int, int]
     return shape[0], shape[h], shape[w], shape[window.channel_axis]
 
 
-def check_output_shape(geometry: ConvGeometry, out_backprop: np.ndarray, what: str, op: str) -> None:
-    if tuple(out_backprop.shape) != geometry.output_shape:
+def check_output_shape(geometry: ConvGeometry, array: np.ndarray, what: str, op: str,
+                       name: str = "out_backprop") -> None:
+    """``array`` (``out_backprop`` of a gradient op) must have the forward output's shape."""
+    if tuple(array.shape) != geometry.output_shape:
         raise InvalidArgumentError(
-            f"{op}: out_backprop must have shape {geometry.output_shape} "
-            f"(computed from {what}, strides, dilations and padding), got {tuple(out_backprop.shape)}"
+            f"{op}: {name} must have shape {geometry.output_shape} "
+            f"(computed from {what}, strides, dilations and padding), got {tuple(array.shape)}"
         )

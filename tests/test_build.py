@@ -131,6 +131,7 @@ CLANG_CHECK = textwrap.dedent("""
     import convviz
     from convviz import _openmp_info, reference
     from convviz._backends import cpu
+    from convviz.ops import OPS
 
     assert convviz.__file__.startswith(sys.argv[1]), convviz.__file__
     rng = np.random.default_rng(7)
@@ -151,6 +152,11 @@ CLANG_CHECK = textwrap.dedent("""
                 exact = reference.depthwise_conv2d_native_backprop_filter(
                     x.astype(np.float64), [3, 3, 24, 1], dy.astype(np.float64), **kwargs)
                 np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
+            for op in OPS:  # every op of the registry, on its small example, every padding
+                for padding in ("SAME", "VALID", "EXPLICIT"):
+                    args = op.example(rng, np.float32, "NHWC", (2, 1), (1, 2), padding)
+                    got, exact = op.run(*args, None), op.reference(*args)
+                    np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
     print("clang ok", _openmp_info.available_isas())
 """)
 
@@ -186,7 +192,7 @@ def test_stubs_match_the_compiled_modules(tmp_path):
     """mypy --strict accepts the .pyi stubs, and stubtest finds them equal to the
     modules' real signatures."""
     pytest.importorskip("mypy", reason="mypy is a dev dependency")
-    stubs = ["convviz/ops/_input_grad.pyi", "convviz/ops/_depthwise_filter_grad.pyi", "convviz/_openmp_info.pyi"]
+    stubs = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("convviz/**/*.pyi"))
     cache = ["--cache-dir", str(tmp_path / "mypy-cache")]
     result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", *cache, *stubs],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)

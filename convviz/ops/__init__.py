@@ -8,9 +8,9 @@ records; the compat namespaces, the tests and the benchmark iterate over it.
 
 Examples
 --------
->>> from convviz.ops import OPS
->>> [op.tf_name for op in OPS]
-['Conv2DBackpropInput', 'DepthwiseConv2dNativeBackpropFilter']
+>>> from convviz.ops import BY_NAME
+>>> BY_NAME["conv2d_backprop_input"].tf_name
+'Conv2DBackpropInput'
 """
 
 from __future__ import annotations
