@@ -89,6 +89,11 @@ def validate(
     return Call(geometry, input, out_backprop, dtype, threads)
 
 
+# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+_kernel = kernel.depthwise_filter_grad
+kernel_view = cpu.kernel_view
+
+
 def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     """How many blocks the reduction uses (independent of threads)."""
     rows = geometry.batch * geometry.rows.output_size
@@ -119,11 +124,11 @@ class Plan:
         if self.empty:
             return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
         result = np.empty(self.shape, dtype=self.dtype)
-        x, dy = cpu.kernel_view(x), cpu.kernel_view(out_backprop)
+        x, dy = kernel_view(x), kernel_view(out_backprop)
         if self.nchw:
             x, dy = x.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
         code = self.code
-        kernel.depthwise_filter_grad(
+        _kernel(
             x, code, dy, code, result, code, self.col_ranges, *self.ints, self.n_blocks,
             n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result

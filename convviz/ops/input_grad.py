@@ -92,6 +92,11 @@ def validate(
     return Call(geometry, filter, out_backprop, dtype, threads)
 
 
+# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+_kernel = kernel.input_grad
+kernel_view = cpu.kernel_view
+
+
 class Plan:
     """Everything the CPU kernel needs that depends only on the geometry and dtype.
 
@@ -129,10 +134,10 @@ class Plan:
                 out.transpose(0, 2, 3, 1) if nchw else out,
                 self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
             return result
-        dy = cpu.kernel_view(out_backprop)
+        dy = kernel_view(out_backprop)
         code = self.code
-        kernel.input_grad(
-            dy.transpose(0, 2, 3, 1) if nchw else dy, code, cpu.kernel_view(filt), code,
+        _kernel(
+            dy.transpose(0, 2, 3, 1) if nchw else dy, code, kernel_view(filt), code,
             result.transpose(0, 2, 3, 1) if nchw else result, code,
             *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
