@@ -11,7 +11,6 @@ import pytest
 
 import convviz
 from convviz import _openmp_info, _threads
-from convviz.ops import _op
 
 needs_openmp = pytest.mark.skipif(not convviz.openmp_enabled(), reason="a serial build always uses one thread")
 
@@ -69,7 +68,7 @@ def test_the_default_is_read_on_every_call_even_from_the_plan_cache(monkeypatch,
         seen.append(1)
         return 1
 
-    monkeypatch.setattr(_op, "default_threads", counting)
+    monkeypatch.setattr(_threads, "default_threads", counting)
     monkeypatch.setattr(convviz._validate, "default_threads", counting)
     filt = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
     dy = rng.standard_normal((1, 6, 6, 4)).astype(np.float32)
