@@ -60,11 +60,6 @@ def use_isa(name: str) -> Iterator[None]:
         _ISA, ISA_CODE = previous, _ISA_CODES[previous]
 
 
-def isa_code() -> int:
-    """The kernels' code of the SIMD variant in use."""
-    return ISA_CODE
-
-
 def kernel_view(array: np.ndarray) -> np.ndarray:
     """The array itself when its strides are whole elements (always, unless built oddly)."""
     itemsize = array.itemsize

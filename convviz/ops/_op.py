@@ -15,18 +15,17 @@ same geometry, so its CPU plan is reused and validation skipped.  Anything else
 from __future__ import annotations
 
 import importlib
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from .._backends import cuda
 from .. import _threads
+from .._backends import cuda
 from .._threads import MAX_THREADS
 from ..errors import InvalidArgumentError
-from ..geometry import ConvGeometry
+from ..geometry import ConvGeometry, explicit_paddings
 
 __all__ = ["Op", "select_device"]
 
@@ -100,7 +99,6 @@ class Op:
     kernel: Any
     example: Callable[..., tuple]
     tensor_positions: tuple[int, ...] = field(init=False)
-    _tensors_of: Callable[[tuple], tuple] = field(init=False, repr=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
 
@@ -113,7 +111,6 @@ class Op:
         # Precomputed: run() is the hot path of every call.
         self.tensor_positions = tuple(self.args.index(name) for name in self.tensors)
         n_args = len(self.args) + len(WINDOW_ARGS)
-        self._tensors_of = _getter(self.tensor_positions)
         pads = len(self.args) + WINDOW_ARGS.index("explicit_paddings")
         self._plan_key = _key_function(self.name, n_args, self.tensor_positions, pads)
         self._cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True)
@@ -141,13 +138,15 @@ class Op:
             if select_device(caller, device, *tensors) == "gpu":
                 call = self.validate(*given, n_threads, op=caller, default_float=default_float, on_gpu=True)
                 return self.run_gpu(call)
-            key = self._plan_key(args)
+            if device is not None:  # device="cpu" with NumPy arrays: as cacheable as device=None
+                key = self._plan_key(args)
         call = self.validate(*given, n_threads, op=caller, default_float=default_float)
         plan = self.plan(call)
         checked = [getattr(call, name) for name in self.tensors]
         if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
             _remember(key, plan)
         return plan.run(*checked, call.n_threads)
+
 
 def _int_tuple(value: Any) -> tuple | None:
     """``value`` as a tuple when it is a list or tuple of plain ints (not bools, not floats)."""
@@ -202,14 +201,6 @@ def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
     return namespace["key"]
 
 
-def _getter(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
-    """``args -> tuple(args[i] for i in positions)``, fast (itemgetter), for any count."""
-    if len(positions) == 1:
-        only = positions[0]
-        return lambda args: (args[only],)
-    return operator.itemgetter(*positions)
-
-
 def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """Random values exactly representable in ``dtype`` (small ints for int32), for examples and tests."""
     dtype = np.dtype(dtype)
@@ -220,8 +211,6 @@ def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) 
 
 def window_arguments(geometry: ConvGeometry, padding: str) -> tuple[list[int], str, list[int], str, list[int]]:
     """The five TensorFlow window arguments (4-value form) that rebuild ``geometry``."""
-    from ..geometry import explicit_paddings
-
     nchw = geometry.data_format == "NCHW"
 
     def four(pair: tuple[int, int]) -> list[int]:

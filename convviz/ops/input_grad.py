@@ -104,7 +104,7 @@ class Plan:
     then only allocates the result and calls the kernel.
     """
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints", "work")
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
 
     def __init__(self, call: Call) -> None:
         g = call.geometry
