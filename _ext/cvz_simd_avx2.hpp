@@ -78,11 +78,8 @@ struct Simd<double> {
 #else
     static inline void keep(vec&) {}
 #endif
+    // No half conversions or register transpose: cvz_layout.hpp uses them only
+    // under `if constexpr (HALF)` / `(TBLOCK > 0)`, so double needs neither.
     static const bool HALF = false;
     static const int TBLOCK = 0;
-    static inline void transpose(const double*, idx, double*, idx) {}
-    static inline vec load_f16(const std::uint16_t*) { return zero(); }
-    static inline vec load_bf16(const std::uint16_t*) { return zero(); }
-    static inline void store_f16(std::uint16_t*, vec) {}
-    static inline void store_bf16(std::uint16_t*, vec) {}
 };

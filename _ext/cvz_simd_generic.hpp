@@ -2,9 +2,10 @@
 // inside namespace cvz::generic (no include guard on purpose).
 //
 // The traits every kernel body is written against: vec, V (elements per vector),
-// zero, load, store, set1, fma, keep (hold a value in a register), TBLOCK and
-// transpose (a TBLOCK x TBLOCK register transpose, 0 = none), HALF (vector
-// half-type conversions) with load_f16/load_bf16/store_f16/store_bf16.
+// zero, load, store, set1, fma, keep (hold a value in a register), TBLOCK and,
+// when it is > 0, transpose (a TBLOCK x TBLOCK register transpose), HALF and,
+// when it is true, load_f16/load_bf16/store_f16/store_bf16 (vector half-type
+// conversions).
 template <class T>
 struct Simd {
     typedef T vec;
@@ -15,11 +16,8 @@ struct Simd {
     static inline vec set1(T x) { return x; }
     static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
     static inline void keep(vec&) {}
-    static const bool HALF = false;  // half types convert with the scalar code
-    static const int TBLOCK = 0;     // no register transpose: layouts move element by element
-    static inline void transpose(const T*, idx, T*, idx) {}
-    static inline vec load_f16(const std::uint16_t* p) { return (T)f16_to_f32(*p); }
-    static inline vec load_bf16(const std::uint16_t* p) { return (T)bf16_to_f32(*p); }
-    static inline void store_f16(std::uint16_t* p, vec v) { *p = f32_to_f16((float)v); }
-    static inline void store_bf16(std::uint16_t* p, vec v) { *p = f32_to_bf16((float)v); }
+    // Half types convert with the scalar code, and layouts move element by element
+    // (no register transpose): cvz_layout.hpp asks for neither when these are off.
+    static const bool HALF = false;
+    static const int TBLOCK = 0;
 };
