@@ -1,7 +1,49 @@
-#ifndef CVZ_PER_ISA_PASS
-// The conv2d input gradient's kernel, compiled for every ISA, and its entry
-// points: each dispatches on a table [isa][f64] of the body's instantiations.
-#include "conv2d_input_grad.hpp"
+// The conv2d input gradient: one file in three parts (Highway's
+// foreach_target idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_CONV2D_INPUT_GRAD_INTERFACE  // 1. the interface
+#define CVZ_CONV2D_INPUT_GRAD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// dx[n, ih, iw, ci] = sum over taps and the group's output channels.
+// All element strides are in logical NHWC order (the caller permutes NCHW).
+struct Conv2dInputGradArgs {
+    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* dy; int dy_type; idx dy_s[4];
+    void* dx; int dx_type; idx dx_s[4];
+    const void* w; int w_type; idx w_s[4];
+    // Filled in by prepare(): padded channel count per group, dy row buffer
+    // window [ow_lo, ow_lo + ow_span), whether tiles store straight into dx or
+    // read dy in place, the per-thread scratch size.  The caller allocates
+    // `packed` ([KH][KW][G][cout_g][cin_g_pad] of the compute type); pack()
+    // fills it and sets exact_edges when a weight is NaN or infinite.
+    idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
+    int direct, dy_direct, exact_edges;
+    void* packed;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64);
+void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64);
+// One input row (row = n * H + ih), with `scratch` of a->scratch_elems elements, zeroed before first use.
+void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_CONV2D_INPUT_GRAD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
 
 #define CVZ_OP_BODY "conv2d_input_grad.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"

@@ -1,7 +1,51 @@
-#ifndef CVZ_PER_ISA_PASS
-// The depthwise filter gradient's kernel, compiled for every ISA, and its
-// entry points: each dispatches on a table [isa][f64] of the body's instantiations.
-#include "depthwise_filter_grad.hpp"
+// The depthwise conv2d filter gradient: one file in three parts (Highway's
+// foreach_target idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_DEPTHWISE_FILTER_GRAD_INTERFACE  // 1. the interface
+#define CVZ_DEPTHWISE_FILTER_GRAD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// dw[kh, kw, c, m] = sum over n, oh, ow.  Element strides of x and dy are in
+// logical NHWC order (the caller permutes NCHW).
+struct DepthwiseFilterGradArgs {
+    idx N, H, W, C, M, OH, OW, KH, KW;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* x; int x_type; idx x_s[4];
+    const void* dy; int dy_type; idx dy_s[4];
+    void* out; int out_type;  // [KH][KW][C][M], contiguous
+    idx n_blocks;
+    // Filled in by prepare(): channels C*M padded to the vector width, whether
+    // rows are read in place, the per-thread scratch size.  The caller
+    // allocates `partial` ([n_blocks][KH*KW][cm_pad] of the compute type).
+    idx V, cm, cm_pad, scratch_elems;
+    int direct;
+    void* partial;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64);
+// Sum the rows of block `block` into its partial sums; ow_first/ow_last[kw]: the
+// output columns whose input column through tap kw is real.
+void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, int isa, int f64, idx block, void* scratch,
+                                 const idx* ow_first, const idx* ow_last);
+// out[taps tap_begin..tap_end) = the partial sums added in block order.
+void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end);
+
+}  // namespace cvz
+
+#endif  // CVZ_DEPTHWISE_FILTER_GRAD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
 
 #define CVZ_OP_BODY "depthwise_filter_grad.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"

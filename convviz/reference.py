@@ -1,41 +1,97 @@
 """Float64 NumPy reference implementations: slow, obvious loops.
 
-These take the same arguments as the fast ops (and go through the same
-validation and geometry), but compute in float64 with a plain loop over output
-cells and filter taps.  The tests compare the Cython kernels against them, and
-small figures may use them.  The forward convolutions are here too, for the
-adjoint identity ``<conv2d(x, W), dy> == <x, conv2d_backprop_input(dy, W)>``.
+Every op has one (``convviz.reference.<op name>``): it takes the same arguments
+as the fast op, goes through the same validation and geometry, and computes in
+float64 with a plain loop over output cells and filter taps.  The tests compare
+the kernels against them, and small figures may use them.  An op's reference
+lives in its own module (``convviz/ops/<op>.py``, the record's ``reference``)
+and is found here by name; this module holds the loop helpers they share and
+the forward convolutions (for the adjoint identity
+``<conv2d(x, W), dy> == <x, conv2d_backprop_input(dy, W)>``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from convviz import reference
+>>> reference.conv2d_backprop_input([1, 3, 3, 1], np.ones((2, 2, 1, 1)),
+...                                 np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[0, :, :, 0]
+array([[1., 2., 1.],
+       [2., 4., 2.],
+       [1., 2., 1.]])
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from . import _validate
-from .ops import depthwise_filter_grad as _depthwise_filter_grad
-from .ops import input_grad as _input_grad
 from .geometry import ConvGeometry
 
-__all__ = [
-    "conv2d",
-    "conv2d_backprop_input",
-    "depthwise_conv2d",
-    "depthwise_conv2d_native_backprop_filter",
-]
+# What this module defines; the ops' references come on top (see __getattr__).
+_OWN = ["conv2d", "depthwise_conv2d", "from_nhwc", "groups", "taps", "to_nhwc"]
 
 
-def _nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+def __getattr__(name: str) -> Any:
+    """``convviz.reference.<op name>``: the float64 reference of that op's record."""
+    if name.startswith("__") and name != "__all__":  # the import system asks for __path__ and the like
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .ops import BY_NAME  # here, not at the top: the op modules import this one
+
+    if name == "__all__":
+        return sorted(set(_OWN) | set(BY_NAME))
+    if name in BY_NAME:
+        return BY_NAME[name].reference
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__getattr__("__all__")))
+
+
+def to_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+    """``array`` as an NHWC view (a transpose for NCHW).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz.reference import to_nhwc
+    >>> to_nhwc(np.zeros((1, 3, 5, 7)), "NCHW").shape
+    (1, 5, 7, 3)
+    """
     return array if data_format == "NHWC" else array.transpose(0, 2, 3, 1)
 
 
-def _from_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+def from_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+    """An NHWC ``array`` as a view in ``data_format`` order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz.reference import from_nhwc
+    >>> from_nhwc(np.zeros((1, 5, 7, 3)), "NCHW").shape
+    (1, 3, 5, 7)
+    """
     return array if data_format == "NHWC" else array.transpose(0, 3, 1, 2)
 
 
-def _taps(geometry: ConvGeometry):
-    """Yield (oh, ow, kh, kw, ih, iw) for every tap that reads a real input cell."""
+def taps(geometry: ConvGeometry) -> Iterator[tuple[int, int, int, int, int, int]]:
+    """Yield ``(oh, ow, kh, kw, ih, iw)`` for every tap that reads a real input cell.
+
+    Examples
+    --------
+    A 3-wide input, a 2-wide kernel, VALID: each of the 2x2 output cells reads
+    4 real cells.
+
+    >>> from convviz.geometry import ConvGeometry
+    >>> from convviz.reference import taps
+    >>> g = ConvGeometry.build(batch=1, input_hw=(3, 3), in_channels=1, out_channels=1,
+    ...                        kernel_hw=(2, 2), strides=(1, 1), dilations=(1, 1), padding="VALID")
+    >>> len(list(taps(g))), next(taps(g))
+    (16, (0, 0, 0, 0, 0, 0))
+    """
     for oh in range(geometry.rows.output_size):
         for kh in range(geometry.rows.kernel_size):
             ih = geometry.rows.input_index(oh, kh)
@@ -48,76 +104,23 @@ def _taps(geometry: ConvGeometry):
                         yield oh, ow, kh, kw, ih, iw
 
 
-def _groups(g: ConvGeometry):
-    """Yield (input-channel slice, output-channel slice) of each group."""
+def groups(g: ConvGeometry) -> Iterator[tuple[slice, slice]]:
+    """Yield the (input-channel slice, output-channel slice) of each group.
+
+    Examples
+    --------
+    >>> from convviz.geometry import ConvGeometry
+    >>> from convviz.reference import groups
+    >>> g = ConvGeometry.build(batch=1, input_hw=(3, 3), in_channels=4, out_channels=6,
+    ...                        kernel_hw=(1, 1), strides=(1, 1), dilations=(1, 1), padding="VALID",
+    ...                        groups=2)
+    >>> list(groups(g))
+    [(slice(0, 2, None), slice(0, 3, None)), (slice(2, 4, None), slice(3, 6, None))]
+    """
     cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
     for group in range(g.groups):
         yield (slice(group * cin_g, (group + 1) * cin_g),
                slice(group * cout_g, (group + 1) * cout_g))
-
-
-def conv2d_backprop_input(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`convviz.conv2d_backprop_input`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.conv2d_backprop_input([1, 3, 3, 1], np.ones((2, 2, 1, 1)),
-    ...                                 np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[0, :, :, 0]
-    array([[1., 2., 1.],
-           [2., 4., 2.],
-           [1., 2., 1.]])
-    """
-    call = _input_grad.validate(
-        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, 1, op="reference.conv2d_backprop_input",
-    )
-    g = call.geometry
-    w = call.filter.astype(np.float64)
-    dy = _nhwc(call.out_backprop.astype(np.float64), g.data_format)
-    n, h, wd = g.batch, *g.input_hw
-    dx = np.zeros((n, h, wd, g.in_channels))
-    for oh, ow, kh, kw, ih, iw in _taps(g):
-        for ins, outs in _groups(g):
-            # dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]
-            dx[:, ih, iw, ins] += dy[:, oh, ow, outs] @ w[kh, kw, :, outs].T
-    return _from_nhwc(dx, g.data_format)
-
-
-def depthwise_conv2d_native_backprop_filter(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`convviz.depthwise_conv2d_native_backprop_filter`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.depthwise_conv2d_native_backprop_filter(
-    ...     np.arange(9.).reshape(1, 3, 3, 1), [2, 2, 1, 1], np.ones((1, 2, 2, 1)),
-    ...     [1, 1, 1, 1], "VALID")[:, :, 0, 0]
-    array([[ 8., 12.],
-           [20., 24.]])
-    """
-    call = _depthwise_filter_grad.validate(
-        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, 1, op="reference.depthwise_conv2d_native_backprop_filter",
-    )
-    g = call.geometry
-    x = _nhwc(call.input.astype(np.float64), g.data_format)
-    dy = _nhwc(call.out_backprop.astype(np.float64), g.data_format)
-    channels, multiplier = g.in_channels, g.multiplier
-    dy = dy.reshape(dy.shape[:3] + (channels, multiplier))
-    dw = np.zeros(g.filter_shape)
-    for oh, ow, kh, kw, ih, iw in _taps(g):
-        # dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]
-        dw[kh, kw] += np.einsum("nc,ncm->cm", x[:, ih, iw, :], dy[:, oh, ow])
-    return dw
 
 
 def _forward_geometry(x: np.ndarray, filter_shape: tuple[int, ...], strides: Any, padding: Any,
@@ -160,12 +163,12 @@ def conv2d(
     w = np.asarray(filter, dtype=np.float64)
     g = _forward_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
                           dilations, "reference.conv2d", depthwise=False)
-    x = _nhwc(x, g.data_format)
+    x = to_nhwc(x, g.data_format)
     y = np.zeros((g.batch, *g.output_hw, g.out_channels))
-    for oh, ow, kh, kw, ih, iw in _taps(g):
-        for ins, outs in _groups(g):
+    for oh, ow, kh, kw, ih, iw in taps(g):
+        for ins, outs in groups(g):
             y[:, oh, ow, outs] += x[:, ih, iw, ins] @ w[kh, kw, :, outs]
-    return _from_nhwc(y, g.data_format)
+    return from_nhwc(y, g.data_format)
 
 
 def depthwise_conv2d(
@@ -186,9 +189,9 @@ def depthwise_conv2d(
     w = np.asarray(filter, dtype=np.float64)
     g = _forward_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
                           dilations, "reference.depthwise_conv2d", depthwise=True)
-    x = _nhwc(x, g.data_format)
+    x = to_nhwc(x, g.data_format)
     channels, multiplier = g.in_channels, g.multiplier
     y = np.zeros((g.batch, *g.output_hw, channels, multiplier))
-    for oh, ow, kh, kw, ih, iw in _taps(g):
+    for oh, ow, kh, kw, ih, iw in taps(g):
         y[:, oh, ow] += x[:, ih, iw, :, None] * w[kh, kw]
-    return _from_nhwc(y.reshape(g.batch, *g.output_hw, channels * multiplier), g.data_format)
+    return from_nhwc(y.reshape(g.batch, *g.output_hw, channels * multiplier), g.data_format)

@@ -26,7 +26,13 @@ from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_
 
 cnp.import_array()
 
-cdef extern from "depthwise_filter_grad.hpp" namespace "cvz" nogil:
+# The interface part of the op's one C++ file (its argument struct and entry points).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "depthwise_filter_grad.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
     cdef struct DepthwiseFilterGradArgs:
         idx N, H, W, C, M, OH, OW, KH, KW
         idx sh, sw, dh, dw, pt, pl

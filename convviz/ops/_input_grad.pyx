@@ -29,7 +29,13 @@ from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_
 
 cnp.import_array()
 
-cdef extern from "conv2d_input_grad.hpp" namespace "cvz" nogil:
+# The interface part of the op's one C++ file (its argument struct and entry points).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_input_grad.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
     cdef struct Conv2dInputGradArgs:
         idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
         idx sh, sw, dh, dw, pt, pl

@@ -14,7 +14,6 @@ same geometry, so its CPU plan is reused and validation skipped.  Anything else
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -84,6 +83,9 @@ class Op:
         ``example(rng, dtype, data_format, strides=(sh, sw), dilations=(dh, dw),
         padding=...)`` -> a small random valid call (the op's arguments, then
         the window's): what the op-generic tests run every op on.
+    reference : callable
+        The float64 NumPy reference, same arguments as the op (obvious loops
+        after the op's own validator); also ``convviz.reference.<name>``.
     """
 
     name: str
@@ -98,14 +100,10 @@ class Op:
     flops: Callable[[ConvGeometry], float]
     kernel: Any
     example: Callable[..., tuple]
+    reference: Callable[..., np.ndarray]
     tensor_positions: tuple[int, ...] = field(init=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
-
-    @property
-    def reference(self) -> Callable[..., np.ndarray]:
-        """The float64 NumPy reference (``convviz.reference.<name>``), same arguments."""
-        return getattr(importlib.import_module("convviz.reference"), self.name)
 
     def __post_init__(self) -> None:
         # Precomputed: run() is the hot path of every call.

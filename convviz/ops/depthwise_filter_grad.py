@@ -3,8 +3,8 @@
 Here: the public function and its documentation, the validator, the CPU plan
 around the Cython kernel ``_depthwise_filter_grad`` (C++ in
 ``_ext/depthwise_filter_grad*``), the GPU launcher and the
-:class:`~convviz.ops._op.Op` record.  The float64 reference is
-:func:`convviz.reference.depthwise_conv2d_native_backprop_filter`.
+:class:`~convviz.ops._op.Op` record, and the float64 reference
+(``convviz.reference.depthwise_conv2d_native_backprop_filter``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
+from ..reference import taps, to_nhwc
 from . import _depthwise_filter_grad as kernel
 from ._docs import fill_doc
 from ._op import Op, random_values, window_arguments
@@ -189,6 +190,38 @@ def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", str
             random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
 
 
+def reference(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
+) -> np.ndarray:
+    """Float64 reference for :func:`depthwise_conv2d_native_backprop_filter` (``convviz.reference.depthwise_conv2d_native_backprop_filter``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz import reference
+    >>> reference.depthwise_conv2d_native_backprop_filter(
+    ...     np.arange(9.).reshape(1, 3, 3, 1), [2, 2, 1, 1], np.ones((1, 2, 2, 1)),
+    ...     [1, 1, 1, 1], "VALID")[:, :, 0, 0]
+    array([[ 8., 12.],
+           [20., 24.]])
+    """
+    call = validate(
+        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, 1, op="reference.depthwise_conv2d_native_backprop_filter",
+    )
+    g = call.geometry
+    x = to_nhwc(call.input.astype(np.float64), g.data_format)
+    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
+    channels, multiplier = g.in_channels, g.multiplier
+    dy = dy.reshape(dy.shape[:3] + (channels, multiplier))
+    dw = np.zeros(g.filter_shape)
+    for oh, ow, kh, kw, ih, iw in taps(g):
+        # dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]
+        dw[kh, kw] += np.einsum("nc,ncm->cm", x[:, ih, iw, :], dy[:, oh, ow])
+    return dw
+
+
 OP = Op(
     name="depthwise_conv2d_native_backprop_filter",
     tf_name="DepthwiseConv2dNativeBackpropFilter",
@@ -202,6 +235,7 @@ OP = Op(
     flops=flops,
     kernel=kernel,
     example=example,
+    reference=reference,
 )
 
 

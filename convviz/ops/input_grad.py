@@ -3,8 +3,8 @@
 Here: the public function and its documentation, the validator (arguments ->
 a :class:`Call`), the CPU plan around the Cython kernel ``_input_grad`` (C++ in
 ``_ext/conv2d_input_grad*``), the GPU launcher, and the :class:`~convviz.ops._op.Op`
-record that ties them together.  The float64 reference is
-:func:`convviz.reference.conv2d_backprop_input`.
+record that ties them together, and the float64 reference
+(``convviz.reference.conv2d_backprop_input``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
+from ..reference import from_nhwc, groups, taps, to_nhwc
 from . import _input_grad as kernel
 from ._docs import fill_doc
 from ._op import Op, random_values, window_arguments
@@ -185,6 +186,38 @@ def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", str
             random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
 
 
+def reference(
+    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
+) -> np.ndarray:
+    """Float64 reference for :func:`conv2d_backprop_input` (``convviz.reference.conv2d_backprop_input``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz import reference
+    >>> reference.conv2d_backprop_input([1, 3, 3, 1], np.ones((2, 2, 1, 1)),
+    ...                                 np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[0, :, :, 0]
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]])
+    """
+    call = validate(
+        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+        data_format, dilations, 1, op="reference.conv2d_backprop_input",
+    )
+    g = call.geometry
+    w = call.filter.astype(np.float64)
+    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
+    n, h, wd = g.batch, *g.input_hw
+    dx = np.zeros((n, h, wd, g.in_channels))
+    for oh, ow, kh, kw, ih, iw in taps(g):
+        for ins, outs in groups(g):
+            # dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]
+            dx[:, ih, iw, ins] += dy[:, oh, ow, outs] @ w[kh, kw, :, outs].T
+    return from_nhwc(dx, g.data_format)
+
+
 OP = Op(
     name="conv2d_backprop_input",
     tf_name="Conv2DBackpropInput",
@@ -198,6 +231,7 @@ OP = Op(
     flops=flops,
     kernel=kernel,
     example=example,
+    reference=reference,
 )
 
 
