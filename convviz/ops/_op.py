@@ -55,8 +55,9 @@ class Op:
     ----------
     name : str
         Public name (``convviz.<name>``, ``convviz.reference.<name>``).
-    tf_name : str
-        The TensorFlow raw op with the same semantics.
+    tf_name : str or None
+        The TensorFlow raw op with the same semantics, if any:
+        ``convviz.compat.tf.raw_ops.<tf_name>`` is made from the record.
     args : tuple of str
         The op's own leading arguments, in TensorFlow's order (then come the
         window arguments ``strides, padding, explicit_paddings, data_format,
@@ -86,10 +87,16 @@ class Op:
     reference : callable
         The float64 NumPy reference, same arguments as the op (obvious loops
         after the op's own validator); also ``convviz.reference.<name>``.
+    tf_attrs : tuple of str
+        TensorFlow attributes of the raw op that do not change the result here
+        (``use_cudnn_on_gpu``): accepted as bools after ``padding``, as in TensorFlow.
+    tf_doc : str
+        Extra numpydoc text for the raw op (Notes, Examples); without an
+        Examples section, the raw op gets one that compares it with the op.
     """
 
     name: str
-    tf_name: str
+    tf_name: str | None
     args: tuple[str, ...]
     tensors: tuple[str, ...]
     result: str
@@ -101,6 +108,8 @@ class Op:
     kernel: Any
     example: Callable[..., tuple]
     reference: Callable[..., np.ndarray]
+    tf_attrs: tuple[str, ...] = ()
+    tf_doc: str = ""
     tensor_positions: tuple[int, ...] = field(init=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)

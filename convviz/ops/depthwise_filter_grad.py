@@ -236,6 +236,27 @@ OP = Op(
     kernel=kernel,
     example=example,
     reference=reference,
+    tf_doc="""\
+Notes
+-----
+Unlike TensorFlow's CPU kernel, dilations are honoured and row and column
+strides may differ.
+
+Examples
+--------
+With dilation 2 the 3x3 kernel spans 5x5; on an all-ones 5x5 input each
+tap's gradient counts the output cells for which it lands on a real pixel:
+
+>>> import numpy as np
+>>> from convviz.compat.tf import raw_ops
+>>> raw_ops.DepthwiseConv2dNativeBackpropFilter(
+...     input=np.ones((1, 5, 5, 2), np.float32), filter_sizes=[3, 3, 2, 1],
+...     out_backprop=np.ones((1, 5, 5, 2), np.float32), strides=[1, 1, 1, 1],
+...     padding="SAME", dilations=[1, 2, 2, 1])[:, :, 0, 0]
+array([[ 9., 15.,  9.],
+       [15., 25., 15.],
+       [ 9., 15.,  9.]], dtype=float32)
+""",
 )
 
 

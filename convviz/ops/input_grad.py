@@ -232,6 +232,21 @@ OP = Op(
     kernel=kernel,
     example=example,
     reference=reference,
+    tf_attrs=("use_cudnn_on_gpu",),
+    tf_doc="""\
+Examples
+--------
+>>> import numpy as np
+>>> from convviz.compat.tf import raw_ops
+>>> dx = raw_ops.Conv2DBackpropInput(
+...     input_sizes=[1, 3, 3, 1], filter=[[[[1.0]], [[2.0]]]],
+...     out_backprop=np.ones((1, 3, 2, 1), np.float32), strides=[1, 1, 1, 1],
+...     padding="VALID")
+>>> dx[0, :, :, 0], dx.dtype
+(array([[1., 3., 2.],
+       [1., 3., 2.],
+       [1., 3., 2.]], dtype=float32), dtype('float32'))
+""",
 )
 
 

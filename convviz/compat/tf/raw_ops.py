@@ -1,109 +1,99 @@
-"""``tf.raw_ops``-shaped functions: keyword-only, TensorFlow's argument names."""
+"""``tf.raw_ops``-shaped functions: keyword-only, TensorFlow's argument names.
+
+One function per op record with a TensorFlow name (``Op.tf_name``), made from
+the record: a raw op's arguments are the op's own (``Op.args``), the window
+arguments, the inert TensorFlow attributes the op lists (``Op.tf_attrs``, such
+as ``use_cudnn_on_gpu``) and ``name``, all keyword-only.  Strides and
+dilations take TensorFlow's 4 values only; Python float lists become float32 as
+in TensorFlow; errors name the TensorFlow op.
+
+Examples
+--------
+>>> from convviz.compat.tf import raw_ops
+>>> raw_ops.__all__
+['Conv2DBackpropInput', 'DepthwiseConv2dNativeBackpropFilter']
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ... import ops
+from ...ops import OPS, Op
 from ._common import TF_DEFAULT_FLOAT, check_bool, check_four, check_name
 
-__all__ = ["Conv2DBackpropInput", "DepthwiseConv2dNativeBackpropFilter"]
+# The generic example of a raw op whose record brings no Examples of its own.
+_EXAMPLE = """\
+Examples
+--------
+The same call as :func:`convviz.{name}`, with keywords:
+
+>>> import numpy as np
+>>> import convviz
+>>> from convviz.compat.tf import raw_ops
+>>> op = convviz.ops.BY_NAME["{name}"]
+>>> args = op.example(np.random.default_rng(0), np.float32)
+>>> keywords = dict(zip(op.args + ("strides", "padding", "explicit_paddings",
+...                                "data_format", "dilations"), args))
+>>> np.array_equal(raw_ops.{tf_name}(**keywords), convviz.{name}(*args))
+True
+"""
 
 
-def Conv2DBackpropInput(
-    *,
-    input_sizes: Any,
-    filter: Any,
-    out_backprop: Any,
-    strides: Any,
-    padding: Any,
-    use_cudnn_on_gpu: bool = True,
-    explicit_paddings: Any = (),
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-) -> np.ndarray:
-    """``tf.raw_ops.Conv2DBackpropInput``: gradient of conv2d with respect to its input.
-
-    Same keyword-only arguments as TensorFlow's; ``use_cudnn_on_gpu`` and
-    ``name`` are accepted (and type-checked) but do not change the result.
-    Python lists become float32 as in TensorFlow.  See
-    :func:`convviz.conv2d_backprop_input` for the semantics.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``input_sizes``, dtype of ``filter``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz.compat.tf import raw_ops
-    >>> dx = raw_ops.Conv2DBackpropInput(
-    ...     input_sizes=[1, 3, 3, 1], filter=[[[[1.0]], [[2.0]]]],
-    ...     out_backprop=np.ones((1, 3, 2, 1), np.float32), strides=[1, 1, 1, 1],
-    ...     padding="VALID")
-    >>> dx[0, :, :, 0], dx.dtype
-    (array([[1., 3., 2.],
-           [1., 3., 2.],
-           [1., 3., 2.]], dtype=float32), dtype('float32'))
-    """
-    op = "Conv2DBackpropInput"
-    check_bool(use_cudnn_on_gpu, "use_cudnn_on_gpu", op)
-    check_name(name, op)
-    check_four(strides, "strides", op)
-    check_four(dilations, "dilations", op)
-    return ops.run_conv2d_backprop_input(
-        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, None, op=op, default_float=TF_DEFAULT_FLOAT,
-    )
+def _raw_op(op: Op) -> Callable[..., np.ndarray]:
+    """The ``tf.raw_ops`` function of ``op``, with a real keyword-only signature."""
+    assert op.tf_name is not None and op.tf_name.isidentifier()
+    inert = ", ".join(f"{attr}: bool = True" for attr in op.tf_attrs)
+    parameters = ", ".join([
+        *(f"{arg}: Any" for arg in op.args), "strides: Any", "padding: Any", *([inert] if inert else []),
+        "explicit_paddings: Any = ()", 'data_format: str = "NHWC"', "dilations: Any = (1, 1, 1, 1)",
+        "name: str | None = None"])
+    op_name = repr(op.tf_name)
+    checks = "".join(f"    check_bool({attr}, {attr!r}, {op_name})\n" for attr in op.tf_attrs)
+    source = (
+        f"def {op.tf_name}(*, {parameters}) -> np.ndarray:\n"
+        f"{checks}"
+        f"    check_name(name, {op_name})\n"
+        f"    check_four(strides, 'strides', {op_name})\n"
+        f"    check_four(dilations, 'dilations', {op_name})\n"
+        f"    return _RUN[{op_name}]({', '.join(op.args)}, strides, padding, explicit_paddings, data_format,\n"
+        f"                          dilations, None, op={op_name}, default_float=TF_DEFAULT_FLOAT)\n")
+    _RUN[op.tf_name] = op.run
+    # Made in this module's namespace, so that it is this module's function
+    # (for doctest, pickle and help) and finds the checks above.
+    exec(compile(source, __file__, "exec"), globals())  # noqa: S102 -- our own template, no user input
+    function: Callable[..., np.ndarray] = globals()[op.tf_name]
+    function.__doc__ = _docstring(op)
+    return function
 
 
-def DepthwiseConv2dNativeBackpropFilter(
-    *,
-    input: Any,
-    filter_sizes: Any,
-    out_backprop: Any,
-    strides: Any,
-    padding: Any,
-    explicit_paddings: Any = (),
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-) -> np.ndarray:
-    """``tf.raw_ops.DepthwiseConv2dNativeBackpropFilter``: depthwise filter gradient.
+def _docstring(op: Op) -> str:
+    inert = "".join(f"``{attr}`` and " for attr in op.tf_attrs) or "``name`` is accepted (and\n"
+    if op.tf_attrs:
+        inert += "``name`` are accepted (and\n"
+    doc = (
+        f"``tf.raw_ops.{op.tf_name}``: the {op.result} of :func:`convviz.{op.name}`.\n\n"
+        f"Same keyword-only arguments as TensorFlow's; {inert}"
+        "type-checked) but do not change the result.  ``strides`` and ``dilations`` take\n"
+        "4 values, as TensorFlow's raw ops do.  Python float lists become float32, as\n"
+        f"in TensorFlow.  See :func:`convviz.{op.name}` for the semantics.\n\n"
+        "Returns\n-------\nnumpy.ndarray\n"
+        f"    The {op.result}, in the dtype of the arrays.\n")
+    own = op.tf_doc.strip("\n")
+    if own:
+        doc += "\n" + own + "\n"
+    if "Examples\n--------" not in own:
+        doc += "\n" + _EXAMPLE.format(name=op.name, tf_name=op.tf_name)
+    return doc
 
-    Same keyword-only arguments as TensorFlow's.  Unlike TensorFlow's CPU kernel,
-    dilations are honoured and row/column strides may differ.  See
-    :func:`convviz.depthwise_conv2d_native_backprop_filter`.
 
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``filter_sizes``, dtype of ``input``.
+_RUN: dict[str, Callable[..., np.ndarray]] = {}  # each raw op's pipeline entry
+__all__ = sorted(_raw_op(op).__name__ for op in OPS if op.tf_name is not None)
 
-    Examples
-    --------
-    With dilation 2 the 3x3 kernel spans 5x5; on an all-ones 5x5 input each
-    tap's gradient counts the output cells for which it lands on a real pixel:
 
-    >>> import numpy as np
-    >>> from convviz.compat.tf import raw_ops
-    >>> raw_ops.DepthwiseConv2dNativeBackpropFilter(
-    ...     input=np.ones((1, 5, 5, 2), np.float32), filter_sizes=[3, 3, 2, 1],
-    ...     out_backprop=np.ones((1, 5, 5, 2), np.float32), strides=[1, 1, 1, 1],
-    ...     padding="SAME", dilations=[1, 2, 2, 1])[:, :, 0, 0]
-    array([[ 9., 15.,  9.],
-           [15., 25., 15.],
-           [ 9., 15.,  9.]], dtype=float32)
-    """
-    op = "DepthwiseConv2dNativeBackpropFilter"
-    check_name(name, op)
-    check_four(strides, "strides", op)
-    check_four(dilations, "dilations", op)
-    return ops.run_depthwise_conv2d_native_backprop_filter(
-        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, None, op=op, default_float=TF_DEFAULT_FLOAT,
-    )
+def __getattr__(name: str) -> Callable[..., np.ndarray]:
+    # Never reached for a raw op (they are module globals); it tells type
+    # checkers that the raw ops, made at import, are functions returning arrays.
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
