@@ -92,77 +92,6 @@ constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
 constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
 constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
 
-// One tile: MR output pixels (consecutive in their stride phase) x NRV vectors
-// of input channels, accumulated in registers over every tap of the phase and
-// every output channel of the group, then stored once.
-template <class T, int MR, int NRV>
-static inline void input_grad_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps,
-                                   idx a_pixel_stride, idx K, idx b_row_stride,
-                                   T* out, idx out_pixel_stride, idx n_pixels) {
-    typedef Simd<T> S;
-    typedef typename S::vec vec;
-    vec acc[MR][NRV];
-    CVZ_UNROLL(32)
-    for (int p = 0; p < MR; ++p)
-        CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
-    for (idx t = 0; t < n_taps; ++t) {
-        const T* a = a_ptrs[t];
-        const T* b = b_ptrs[t];
-        for (idx k = 0; k < K; ++k) {
-            vec bv[NRV];
-            CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) bv[q] = S::load(b + k * b_row_stride + q * S::V);
-            CVZ_UNROLL(32)
-            for (int p = 0; p < MR; ++p) {
-                vec av = S::set1(a[p * a_pixel_stride + k]);
-                CVZ_UNROLL(4)
-                for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[q], acc[p][q]);
-            }
-        }
-    }
-    if (n_pixels == MR) {
-        CVZ_UNROLL(32)
-        for (int p = 0; p < MR; ++p)
-            CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
-    } else {
-        for (int p = 0; p < n_pixels; ++p)
-            CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
-    }
-}
-
-// The tile shape for `rest` remaining pixels: a full MR tile when that wastes
-// least, else MR/2 or MR/4 (a half tile plus a quarter tile beats one full tile
-// that stores little more than half of its pixels).
-template <int MR>
-static inline idx input_grad_tile_shape(idx rest) {
-    constexpr idx half = (MR + 1) / 2, quarter = (MR + 3) / 4;
-    if (rest >= MR || rest > half + quarter) return MR;
-    if (rest > quarter) return half;
-    return quarter;
-}
-
-// One tile of input_grad_tile_shape(rest) pixels; returns how many it stored.
-template <class T, int MR, int NRV, class Scratch>
-static inline idx input_grad_tiles(const Scratch& s, idx n_taps, idx a_pixel_stride, idx K, idx b_row_stride,
-                                   T* out, idx out_pixel_stride, idx rest) {
-    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
-    const idx shape = input_grad_tile_shape<MR>(rest);
-    const idx np = rest < shape ? rest : shape;
-    if (shape == MR)
-        input_grad_tile<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
-                                    out_pixel_stride, np);
-    else if (shape == half)
-        input_grad_tile<T, half, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
-                                      out_pixel_stride, np);
-    else
-        input_grad_tile<T, quarter, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
-                                         out_pixel_stride, np);
-    return np;
-}
-
 // A tile whose taps of each kernel row share dy pixels: with KWT taps per row
 // whose dy windows are offset by DSTEP pixels from each other (tap t reads
 // pixels p + (KWT - 1 - t) * DSTEP of the window), each dy value is broadcast
@@ -420,8 +349,8 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
     idx j0 = 0;
     while (j0 < n_pix) {
         const idx rest = n_pix - j0;
-        // The tile shape input_grad_tiles will use, and so the dy pixels it reads.
-        const idx shape = input_grad_tile_shape<MR>(rest);
+        // The tile shape gemm_tiles will use, and so the dy pixels it reads.
+        const idx shape = tile_shape<MR>(rest);
         if (a->dy_direct) {
             const idx pitch = a->dy_s[2];
             for (idx t = 0; t < n_taps; ++t) {
@@ -448,8 +377,8 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
                 s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
             // A full tile, or the smallest tile shape that covers the rest.
-            done = input_grad_tiles<T, MR, NRV>(s, n_taps, a_stride, a->cout_g, cin_g_pad, out, a->sw * out_pixel,
-                                                rest);
+            done = gemm_tiles<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_stride, a->cout_g, cin_g_pad, out,
+                                          a->sw * out_pixel, rest);
         }
         j0 += done;
     }

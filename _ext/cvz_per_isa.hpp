@@ -12,7 +12,7 @@
 //     #endif
 //
 // The body (the file again, with CVZ_PER_ISA_PASS defined) is included in namespaces cvz::generic, cvz::avx2 and cvz::avx512, each time
-// after that ISA's Simd<T> traits and the layout helpers, inside a region that
+// after that ISA's Simd<T> traits, the layout helpers and the register tiles, inside a region that
 // compiles every function for that ISA (GCC: target pragma; clang: target
 // attribute pushed on every function; MSVC: nothing, its intrinsics need no
 // target).  THIS_ISA names the ISA for per-ISA tuning (cvz::per_isa).
@@ -46,6 +46,7 @@ namespace generic {
 constexpr Isa THIS_ISA = ISA_GENERIC;
 #include "cvz_simd_generic.hpp"
 #include "cvz_layout.hpp"
+#include "cvz_tiles.hpp"
 #include CVZ_OP_BODY
 }  // namespace generic
 }  // namespace cvz
@@ -57,6 +58,7 @@ namespace avx2 {
 constexpr Isa THIS_ISA = ISA_AVX2;
 #include "cvz_simd_avx2.hpp"
 #include "cvz_layout.hpp"
+#include "cvz_tiles.hpp"
 #include CVZ_OP_BODY
 }  // namespace avx2
 }  // namespace cvz
@@ -68,6 +70,7 @@ namespace avx512 {
 constexpr Isa THIS_ISA = ISA_AVX512;
 #include "cvz_simd_avx512.hpp"
 #include "cvz_layout.hpp"
+#include "cvz_tiles.hpp"
 #include CVZ_OP_BODY
 }  // namespace avx512
 }  // namespace cvz

@@ -1,0 +1,76 @@
+// Register tiles shared by the kernels: an MR x (NRV vectors) block of
+// outputs summed over taps and a reduction dimension, as in a GEMM micro-
+// kernel.  Written against Simd<T> (cvz_simd_generic.hpp); included by
+// cvz_per_isa.hpp once per instruction set (no include guard on purpose).
+
+// One tile: MR output pixels x NRV vectors of channels, accumulated in
+// registers over n_taps taps and K reduction channels, then stored once:
+//   out[p * out_pixel_stride + c] = sum over t < n_taps, k < K of
+//       a_ptrs[t][p * a_pixel_stride + k] * b_ptrs[t][k * b_row_stride + c]
+// (c < NRV * V), added in the order of t, then k.  The input gradient's tile
+// runs over the taps of one stride phase and the group's output channels; the
+// forward's over the kernel's taps and the group's input channels.
+template <class T, int MR, int NRV>
+static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
+                             idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    vec acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
+    for (idx t = 0; t < n_taps; ++t) {
+        const T* a = a_ptrs[t];
+        const T* b = b_ptrs[t];
+        for (idx k = 0; k < K; ++k) {
+            vec bv[NRV];
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) bv[q] = S::load(b + k * b_row_stride + q * S::V);
+            CVZ_UNROLL(32)
+            for (int p = 0; p < MR; ++p) {
+                vec av = S::set1(a[p * a_pixel_stride + k]);
+                CVZ_UNROLL(4)
+                for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[q], acc[p][q]);
+            }
+        }
+    }
+    if (n_pixels == MR) {
+        CVZ_UNROLL(32)
+        for (int p = 0; p < MR; ++p)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+    } else {
+        for (int p = 0; p < n_pixels; ++p)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+    }
+}
+
+// The tile shape for `rest` remaining pixels: a full MR tile when that wastes
+// least, else MR/2 or MR/4 (a half tile plus a quarter tile beats one full tile
+// that stores little more than half of its pixels).
+template <int MR>
+static inline idx tile_shape(idx rest) {
+    constexpr idx half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    if (rest >= MR || rest > half + quarter) return MR;
+    if (rest > quarter) return half;
+    return quarter;
+}
+
+// One tile of tile_shape(rest) pixels; returns how many it stored.
+template <class T, int MR, int NRV>
+static inline idx gemm_tiles(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
+                             idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx rest) {
+    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    const idx shape = tile_shape<MR>(rest);
+    const idx np = rest < shape ? rest : shape;
+    if (shape == MR)
+        gemm_tile<T, MR, NRV>(a_ptrs, b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out, out_pixel_stride, np);
+    else if (shape == half)
+        gemm_tile<T, half, NRV>(a_ptrs, b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out, out_pixel_stride, np);
+    else
+        gemm_tile<T, quarter, NRV>(a_ptrs, b_ptrs, n_taps, a_pixel_stride, K, b_row_stride, out,
+                                   out_pixel_stride, np);
+    return np;
+}
