@@ -236,20 +236,6 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
                        (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
-// Whether v is NaN or infinite (exponent bits all ones), without a branch.
-template <class T>
-static inline bool nonfinite_bits(T v) {
-    if constexpr (sizeof(T) == 4) {
-        std::uint32_t b;
-        std::memcpy(&b, &v, 4);
-        return (b & 0x7f800000u) == 0x7f800000u;
-    } else {
-        std::uint64_t b;
-        std::memcpy(&b, &v, 8);
-        return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
-    }
-}
-
 // Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
 // zero in the padding channels, so a tile reads contiguous input channels.
 // Notes whether any weight is NaN or infinite (then edge tiles go exact).

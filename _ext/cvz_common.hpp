@@ -155,6 +155,20 @@ static inline void free_aligned(void* p) {
 #endif
 }
 
+// Whether v is NaN or infinite (exponent bits all ones), without a branch.
+template <class T>
+static inline bool nonfinite_bits(T v) {
+    if constexpr (sizeof(T) == 4) {
+        std::uint32_t b;
+        std::memcpy(&b, &v, 4);
+        return (b & 0x7f800000u) == 0x7f800000u;
+    } else {
+        std::uint64_t b;
+        std::memcpy(&b, &v, 8);
+        return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+    }
+}
+
 static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
 
 static inline idx floor_div(idx a, idx b) {  // b > 0

@@ -296,6 +296,30 @@ def spatial(shape: tuple[int, ...], window: Window) -> tuple[int, int, int, int]
     return shape[0], shape[h], shape[w], shape[window.channel_axis]
 
 
+def groups_of(in_channels: int, filter_shape: tuple[int, ...], op: str, source: str) -> int:
+    """The group count of a grouped conv2d: input depth / filter in-depth, checked.
+
+    ``source`` says where the input depth came from ("input", "input_sizes").
+    """
+    if min(filter_shape) < 1:
+        raise InvalidArgumentError(
+            f"{op}: filter must not be empty (every dimension at least 1), got shape {tuple(filter_shape)}"
+        )
+    filter_depth, out_channels = filter_shape[2], filter_shape[3]
+    if in_channels < 1 or in_channels % filter_depth:
+        raise InvalidArgumentError(
+            f"{op}: input depth ({in_channels}, from {source}) must be a positive multiple "
+            f"of the filter's in-depth (filter.shape[2] = {filter_depth})"
+        )
+    groups = in_channels // filter_depth
+    if out_channels % groups:
+        raise InvalidArgumentError(
+            f"{op}: filter out-depth (filter.shape[3] = {out_channels}) must be a multiple of "
+            f"the number of groups ({groups} = input depth {in_channels} / filter in-depth {filter_depth})"
+        )
+    return groups
+
+
 def check_output_shape(geometry: ConvGeometry, array: np.ndarray, what: str, op: str,
                        name: str = "out_backprop") -> None:
     """``array`` (``out_backprop`` of a gradient op) must have the forward output's shape."""

@@ -62,26 +62,12 @@ def validate(
         )
     v.check_range(sizes, "input_sizes", op, low=0)
     kernel_h, kernel_w, filter_depth, out_channels = filter.shape
-    if min(filter.shape) < 1:
-        raise InvalidArgumentError(
-            f"{op}: filter must not be empty (every dimension at least 1), got shape {filter.shape}"
-        )
     if len(sizes) == 4:
         batch, height, width, in_channels = v.spatial(sizes, window)
     else:
         height, width = sizes
         batch, in_channels = out_backprop.shape[0], filter_depth
-    if in_channels < 1 or in_channels % filter_depth:
-        raise InvalidArgumentError(
-            f"{op}: input depth ({in_channels}, from input_sizes) must be a positive multiple "
-            f"of the filter's in-depth (filter.shape[2] = {filter_depth})"
-        )
-    groups = in_channels // filter_depth
-    if out_channels % groups:
-        raise InvalidArgumentError(
-            f"{op}: filter out-depth (filter.shape[3] = {out_channels}) must be a multiple of "
-            f"the number of groups ({groups} = input depth {in_channels} / filter in-depth {filter_depth})"
-        )
+    groups = v.groups_of(in_channels, filter.shape, op, "input_sizes")
     geometry = ConvGeometry.build(
         batch=batch, input_hw=(height, width), in_channels=in_channels,
         out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
