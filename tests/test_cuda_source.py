@@ -50,6 +50,7 @@ def test_every_declared_kernel_is_in_the_source_with_an_instantiation_per_name()
     code, instantiations = _source_and_instantiations()
     from convviz._backends import cuda
 
-    assert len(instantiations.splitlines()) == len(cuda.kernel_names()) == 13
+    names = cuda.kernel_names()
+    assert len(instantiations.splitlines()) == len(names) == len(set(names)) > 0
     assert "template __global__ void input_grad<2>(const IO<2>::storage*, const IO<2>::storage*, " \
            "IO<2>::storage*, const i64*, i64);" in instantiations

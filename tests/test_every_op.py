@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 
 import convviz
+from convviz import _openmp_info
+from convviz._backends import cpu
 from convviz.compat.tf import raw_ops
 from convviz.ops import OPS
 from helpers import assert_close_to_reference
+
+ISAS = _openmp_info.available_isas()
 
 WINDOWS = [((1, 1), (1, 1)), ((2, 1), (1, 1)), ((1, 2), (2, 1)), ((3, 2), (2, 3))]
 ops = pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
@@ -39,6 +43,58 @@ def test_matches_the_float64_reference(op, dtype, data_format, padding, strides,
         magnitudes[i] = np.abs(args[i].astype(np.float64))
     bound = op.reference(*magnitudes)
     assert_close_to_reference(got, exact, bound, _dtype_name(np.dtype(dtype)))
+
+
+def _compare(op, args, dtype):
+    got = op.run(*args, None)
+    magnitudes = list(args)
+    for i in op.tensor_positions:
+        magnitudes[i] = np.abs(args[i].astype(np.float64))
+    with np.errstate(invalid="ignore"):  # Inf - Inf in the reference's sums is the point here
+        exact = op.reference(*args)
+        bound = op.reference(*magnitudes)
+    wide = np.asarray(got).astype(np.float64)
+    for name, test in (("NaN", np.isnan), ("+Inf", np.isposinf), ("-Inf", np.isneginf)):
+        mismatch = test(wide) != test(exact)
+        assert not mismatch.any(), (
+            f"{name} at {int(test(wide).sum())} cells, reference {int(test(exact).sum())}; "
+            f"first difference at {tuple(int(i) for i in np.argwhere(mismatch)[0])}")
+    finite = np.isfinite(exact)
+    assert_close_to_reference(got[finite], exact[finite], bound[finite], _dtype_name(np.dtype(dtype)))
+
+
+@ops
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID", "EXPLICIT"])
+def test_every_simd_variant_matches_the_reference(op, data_format, padding, rng):
+    for isa in ISAS:
+        with cpu.use_isa(isa):
+            for dtype in op.dtypes:
+                for strides, dilations in WINDOWS:
+                    _compare(op, op.example(rng, dtype, data_format, strides, dilations, padding), dtype)
+
+
+@ops
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID", "EXPLICIT"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_nan_and_inf_land_where_the_reference_puts_them(op, data_format, padding, value, rng):
+    """A NaN or +Inf in one cell of one tensor (a corner, the middle, the last cell) reaches
+    exactly the cells the float64 reference says, on every SIMD variant and float dtype:
+    no term is added for a tap in the padding or between dilated taps."""
+    floats = [d for d in op.dtypes if np.dtype(d).kind == "f" or np.dtype(d).name == "bfloat16"]
+    for isa in ISAS:
+        with cpu.use_isa(isa):
+            for dtype in floats:
+                for strides, dilations in WINDOWS:
+                    for position in op.tensor_positions:
+                        args = list(op.example(rng, dtype, data_format, strides, dilations, padding))
+                        tensor = args[position]
+                        for flat in (0, tensor.size // 2, tensor.size - 1):
+                            poisoned = tensor.copy()
+                            poisoned.flat[flat] = value
+                            args[position] = poisoned
+                            _compare(op, args, dtype)
 
 
 @ops

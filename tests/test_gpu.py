@@ -23,6 +23,7 @@ from helpers import DTYPES, assert_close_to_reference, random_array, reference_p
 
 import convviz
 from convviz._backends import cuda
+from convviz.ops import OPS
 
 
 def _real_gpu() -> bool:
@@ -90,6 +91,26 @@ def test_oracle_cases_on_the_gpu(case, cp):
         exact, bound = reference_pair_dwf(x, case["filter_sizes"], dy, **window)
     assert isinstance(got, cp.ndarray)
     assert_close_to_reference(cp.asnumpy(got), exact, bound, name)
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID", "EXPLICIT"])
+def test_every_op_matches_its_reference_on_the_gpu(op, data_format, padding, rng, cp):
+    """Every record's example, every dtype the device has, on the op's CUDA kernels."""
+    for dtype in op.dtypes:
+        name = "bfloat16" if np.dtype(dtype).name == "bfloat16" else str(np.dtype(dtype))
+        if name == "bfloat16" and not _bf16_supported(cp):
+            continue
+        for strides, dilations in [((1, 1), (1, 1)), ((2, 1), (1, 2)), ((3, 2), (2, 3))]:
+            args = op.example(rng, dtype, data_format, strides, dilations, padding)
+            on_device = [cp.asarray(a) if i in op.tensor_positions else a for i, a in enumerate(args)]
+            got = cp.asnumpy(op.run(*on_device, None))
+            magnitudes = list(args)
+            for i in op.tensor_positions:
+                magnitudes[i] = np.abs(args[i].astype(np.float64))
+            assert got.dtype == np.dtype(dtype)
+            assert_close_to_reference(got, op.reference(*args), op.reference(*magnitudes), name)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
