@@ -5,17 +5,16 @@ as the fast op, goes through the same validation and geometry, and computes in
 float64 with a plain loop over output cells and filter taps.  The tests compare
 the kernels against them, and small figures may use them.  An op's reference
 lives in its own module (``convviz/ops/<op>.py``, the record's ``reference``)
-and is found here by name; this module holds the loop helpers they share and
-the forward convolutions (for the adjoint identity
-``<conv2d(x, W), dy> == <x, conv2d_backprop_input(dy, W)>``).
+and is found here by name; this module holds the loop helpers they share, and
+the depthwise forward convolution until that op has a module of its own.
 
 Examples
 --------
 The references of the ops, by name, and the forward convolutions:
 
 >>> from convviz import reference
->>> [name for name in reference.__all__ if name.startswith("conv2d")]
-['conv2d', 'conv2d_backprop_input']
+>>> reference.conv2d_backprop_input.__module__
+'convviz.ops.input_grad'
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from . import _validate
 from .geometry import ConvGeometry
 
 # What this module defines; the ops' references come on top (see __getattr__).
-_OWN = ["conv2d", "depthwise_conv2d", "from_nhwc", "groups", "taps", "to_nhwc"]
+_OWN = ["depthwise_conv2d", "from_nhwc", "groups", "taps", "to_nhwc"]
 
 
 def __getattr__(name: str) -> Any:
@@ -121,52 +120,16 @@ def groups(g: ConvGeometry) -> Iterator[tuple[slice, slice]]:
                slice(group * cout_g, (group + 1) * cout_g))
 
 
-def _forward_geometry(x: np.ndarray, filter_shape: tuple[int, ...], strides: Any, padding: Any,
-                      explicit_paddings: Any, data_format: Any, dilations: Any, op: str,
-                      depthwise: bool) -> ConvGeometry:
+def _depthwise_geometry(x: np.ndarray, filter_shape: tuple[int, ...], strides: Any, padding: Any,
+                        explicit_paddings: Any, data_format: Any, dilations: Any, op: str) -> ConvGeometry:
     window = _validate.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
     n, h, w, c = _validate.spatial(x.shape, window)
-    kh, kw, fi, fo = filter_shape
-    if depthwise:
-        out_channels, groups = c * fo, c
-    else:
-        if c % fi:
-            raise _validate.InvalidArgumentError(
-                f"{op}: input depth {c} must be a multiple of filter in-depth {fi}")
-        out_channels, groups = fo, c // fi
+    kh, kw, _, multiplier = filter_shape
     return ConvGeometry.build(
-        batch=n, input_hw=(h, w), in_channels=c, out_channels=out_channels, kernel_hw=(kh, kw),
+        batch=n, input_hw=(h, w), in_channels=c, out_channels=c * multiplier, kernel_hw=(kh, kw),
         strides=window.strides, dilations=window.dilations, padding=window.padding,
-        explicit_paddings=window.pads, groups=groups, depthwise=depthwise,
-        data_format=window.data_format,
+        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
     )
-
-
-def conv2d(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
-    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference forward (grouped) conv2d, TensorFlow semantics (cross-correlation).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.conv2d(np.arange(9.).reshape(1, 3, 3, 1), np.ones((2, 2, 1, 1)),
-    ...                  [1, 1, 1, 1], "VALID")[0, :, :, 0]
-    array([[ 8., 12.],
-           [20., 24.]])
-    """
-    x = np.asarray(input, dtype=np.float64)
-    w = np.asarray(filter, dtype=np.float64)
-    g = _forward_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
-                          dilations, "reference.conv2d", depthwise=False)
-    x = to_nhwc(x, g.data_format)
-    y = np.zeros((g.batch, *g.output_hw, g.out_channels))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        for ins, outs in groups(g):
-            y[:, oh, ow, outs] += x[:, ih, iw, ins] @ w[kh, kw, :, outs]
-    return from_nhwc(y, g.data_format)
 
 
 def depthwise_conv2d(
@@ -185,8 +148,8 @@ def depthwise_conv2d(
     """
     x = np.asarray(input, dtype=np.float64)
     w = np.asarray(filter, dtype=np.float64)
-    g = _forward_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
-                          dilations, "reference.depthwise_conv2d", depthwise=True)
+    g = _depthwise_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
+                            dilations, "reference.depthwise_conv2d")
     x = to_nhwc(x, g.data_format)
     channels, multiplier = g.in_channels, g.multiplier
     y = np.zeros((g.batch, *g.output_hw, channels, multiplier))

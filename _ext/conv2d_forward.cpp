@@ -1,0 +1,297 @@
+// The conv2d forward pass: one file in three parts (Highway's foreach_target
+// idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_CONV2D_FORWARD_INTERFACE  // 1. the interface
+#define CVZ_CONV2D_FORWARD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// y[n, oh, ow, co] = sum over taps (kh, kw) and the group's input channels ci of
+// x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, g*cin_g + ci] * w[kh, kw, ci, co],
+// g = co / cout_g.  All element strides are in logical NHWC order (the caller
+// permutes NCHW); the filter is HWIO [KH, KW, cin_g, Cout].
+struct Conv2dForwardArgs {
+    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* x; int x_type; idx x_s[4];
+    const void* w; int w_type; idx w_s[4];
+    void* y; int y_type; idx y_s[4];
+    // Filled in by prepare(): the vector width, output channels per group
+    // padded to it, the zero-padded input row buffer's width in pixels, the
+    // output columns [ow_lo, ow_hi) whose taps all read real input columns,
+    // whether tiles store straight into y, the per-thread scratch size.  The
+    // caller allocates `packed` ([KH][KW][G][cin_g][cout_g_pad] of the compute
+    // type); pack() fills it and sets exact_edges when a weight is NaN or infinite.
+    idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems;
+    int direct, exact_edges;
+    void* packed;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64);
+void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64);
+// One output row (row = n * OH + oh), with `scratch` of a->scratch_elems elements, zeroed before first use.
+void conv2d_forward_row(const Conv2dForwardArgs* a, int isa, int f64, idx row, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_CONV2D_FORWARD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
+
+#define CVZ_OP_BODY "conv2d_forward.cpp"  // this file again, once per ISA
+#include "cvz_per_isa.hpp"
+
+namespace cvz {
+
+namespace {
+typedef void (*PrepareFn)(Conv2dForwardArgs*);
+typedef void (*PackFn)(Conv2dForwardArgs*);
+typedef void (*RowFn)(const Conv2dForwardArgs*, idx, void*);
+const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_prepare);
+const PackFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_pack);
+const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_row);
+}  // namespace
+
+void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
+
+void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+
+void conv2d_forward_row(const Conv2dForwardArgs* a, int isa, int f64, idx row, void* scratch) {
+    isa_pick(row_table, isa, f64)(a, row, scratch);
+}
+
+}  // namespace cvz
+
+#else  // CVZ_PER_ISA_PASS: the kernel body, compiled once per ISA by cvz_per_isa.hpp
+
+// The conv2d forward pass, written once against Simd<T> and the register tile
+// of cvz_tiles.hpp, compiled once per instruction set.
+//
+// Nothing here depends on the thread count: each output row is written by one
+// call of conv2d_forward_row, and each element sums its terms in one fixed
+// order (taps row by row, then the group's input channels).
+//
+// Input rows are staged, in the compute type and NHWC order, into per-thread
+// buffers with zero columns on both sides, so a tile never checks a border.
+// Only (output cell, tap) pairs that exist are ever added: a tap that lands in
+// the padding reads a zero, which adds nothing to a finite sum; when the
+// filter holds a NaN or an infinity (NaN * 0 = NaN), the output columns near
+// the borders take an exact path that skips those taps instead.  Kernel rows
+// that land in the padding are skipped for every column.
+
+// Tile shapes per ISA (generic, AVX2, AVX-512): output pixels of a tile of 2
+// and of 1 vectors of output channels (2 * MR2 and MR1 accumulators).
+constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
+constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
+
+static inline idx conv2d_forward_mr_max() { return FWD_MR2 > FWD_MR1 ? FWD_MR2 : FWD_MR1; }
+
+// Per-thread scratch, carved from one allocation: KH staged input rows
+// [row_pixels][Cin] (zero outside the real columns), the output row
+// [OW][G][cout_g_pad] when tiles cannot store into y, which input row each
+// slot holds, and the tap tables.
+template <class T>
+struct Conv2dForwardScratch {
+    T* rows;
+    T* out_row;
+    idx* slot_key;  // n * H + ih + 1 of the row in each slot (0: empty)
+    const T** tap_a;
+    const T** tap_b;
+    const T** tile_a;
+    idx* tap_kh;
+    idx* tap_kw;
+};
+
+template <class T>
+static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForwardArgs* a, void* raw) {
+    Conv2dForwardScratch<T> s;
+    const idx taps = a->KH * a->KW;
+    s.rows = (T*)raw;
+    s.out_row = s.rows + round_up(a->KH * a->row_pixels * a->Cin, 16);
+    s.slot_key = (idx*)(s.out_row + round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16));
+    s.tap_kh = s.slot_key + a->KH;
+    s.tap_kw = s.tap_kh + taps;
+    s.tap_a = (const T**)(s.tap_kw + taps);
+    s.tap_b = s.tap_a + taps;
+    s.tile_a = s.tap_b + taps;
+    return s;
+}
+
+template <class T>
+static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
+    a->V = Simd<T>::V;
+    a->cout_g_pad = round_up(a->cout_g, a->V);
+    const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
+    a->direct = y_same && a->y_s[3] == 1 && a->cout_g_pad == a->cout_g;
+    // Buffer pixel j holds input column j - pl.  Tiles may compute up to a
+    // whole tile past the last output column (they store only what exists).
+    const idx span = (a->KW - 1) * a->dw + 1;
+    a->row_pixels = (a->OW + conv2d_forward_mr_max()) * a->sw + span;
+    // Output columns whose every tap reads a real column: ow*sw >= pl and
+    // ow*sw - pl + span - 1 <= W - 1.
+    idx lo = (a->pl + a->sw - 1) / a->sw;
+    idx hi = a->W - span + a->pl >= 0 ? (a->W - span + a->pl) / a->sw + 1 : 0;
+    if (lo > a->OW) lo = a->OW;
+    if (hi > a->OW) hi = a->OW;
+    if (hi < lo) hi = lo;
+    a->ow_lo = lo;
+    a->ow_hi = hi;
+    const idx taps = a->KH * a->KW;
+    a->scratch_elems = round_up(a->KH * a->row_pixels * a->Cin, 16) +
+                       round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
+                       (idx)(((a->KH + 2 * taps) * sizeof(idx) + 3 * taps * sizeof(void*)) / sizeof(T)) + 16;
+}
+
+// Pack the HWIO filter as [KH][KW][G][cin_g][cout_g_pad] in the compute type,
+// zero in the padding channels, so a tile reads contiguous output channels.
+// Notes whether any weight is NaN or infinite (then the border columns go exact).
+template <class T>
+static void conv2d_forward_pack(Conv2dForwardArgs* a) {
+    T* packed = (T*)a->packed;
+    bool nonfinite = false;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw)
+            for (idx g = 0; g < a->G; ++g)
+                for (idx ci = 0; ci < a->cin_g; ++ci) {
+                    T* dst = packed + (((kh * a->KW + kw) * a->G + g) * a->cin_g + ci) * a->cout_g_pad;
+                    const idx src = kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + g * a->cout_g * a->w_s[3];
+                    for (idx co = 0; co < a->cout_g; ++co) {
+                        dst[co] = load_as<T>(a->w, a->w_type, src + co * a->w_s[3]);
+                        nonfinite |= nonfinite_bits(dst[co]);
+                    }
+                    for (idx co = a->cout_g; co < a->cout_g_pad; ++co) dst[co] = 0;
+                }
+    a->exact_edges = nonfinite;
+}
+
+// Output pixels [ow_begin, ow_end) of one group and channel block [c0, c0 + NRV * V),
+// one at a time and exactly: pixel ow gets the terms of tap t only when its
+// input column lies in [0, W).  Terms are added in the tiles' order.
+template <class T, int NRV>
+CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s,
+                                              idx n_taps, idx ow_begin, idx ow_end, T* out, idx out_pixel) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const idx pitch = a->Cin;
+    for (idx ow = ow_begin; ow < ow_end; ++ow) {
+        vec acc[NRV];
+        for (int q = 0; q < NRV; ++q) acc[q] = S::zero();
+        for (idx t = 0; t < n_taps; ++t) {
+            const idx iw = ow * a->sw - a->pl + s.tap_kw[t] * a->dw;
+            if (iw < 0 || iw >= a->W) continue;  // this tap reads padding here
+            const T* x = s.tap_a[t] + ow * a->sw * pitch;
+            const T* b = s.tap_b[t];
+            for (idx k = 0; k < a->cin_g; ++k) {
+                const vec av = S::set1(x[k]);
+                for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + k * a->cout_g_pad + q * S::V), acc[q]);
+            }
+        }
+        for (int q = 0; q < NRV; ++q) S::store(out + ow * out_pixel + q * S::V, acc[q]);
+    }
+}
+
+// One channel block of NRV vectors: tiles over [ow_begin, ow_end), then
+// (with a non-finite filter) the border columns exactly.
+template <class T, int MR, int NRV>
+static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps,
+                                 T* out, idx out_pixel) {
+    const idx pitch = a->Cin;
+    const bool exact = a->exact_edges != 0;
+    const idx begin = exact ? a->ow_lo : 0, end = exact ? a->ow_hi : a->OW;
+    idx ow = begin;
+    while (ow < end) {
+        for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * a->sw * pitch;
+        ow += gemm_tiles<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, a->sw * pitch, a->cin_g, a->cout_g_pad,
+                                     out + ow * out_pixel, out_pixel, end - ow);
+    }
+    if (exact) {
+        conv2d_forward_exact<T, NRV>(a, s, n_taps, 0, a->ow_lo, out, out_pixel);
+        conv2d_forward_exact<T, NRV>(a, s, n_taps, a->ow_hi, a->OW, out, out_pixel);
+    }
+}
+
+template <class T>
+static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
+    typedef Simd<T> S;
+    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
+    const idx n = row / a->OH, oh = row % a->OH;
+    const idx pitch = a->Cin, row_elems = a->row_pixels * pitch;
+    // Real input columns a buffer row holds: [0, copy) at buffer pixels [pl, pl + copy).
+    idx copy = a->row_pixels - a->pl;
+    if (copy > a->W) copy = a->W;
+    if (copy < 0) copy = 0;
+
+    // The kernel rows that read a real input row, each staged in slot kh
+    // (consecutive output rows of a thread share rows: restaged only on change).
+    idx n_taps = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx ih = oh * a->sh - a->pt + kh * a->dh;
+        if (ih < 0 || ih >= a->H) continue;
+        T* slot = s.rows + kh * row_elems;
+        const idx key = n * a->H + ih + 1;
+        if (s.slot_key[kh] != key) {
+            gather_rows<T>(slot + a->pl * pitch, pitch, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], copy,
+                           a->x_s[2], a->Cin, a->x_s[3]);
+            s.slot_key[kh] = key;
+        }
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            s.tap_kh[n_taps] = kh;
+            s.tap_kw[n_taps] = kw;
+            s.tap_a[n_taps] = slot + kw * a->dw * pitch;
+            ++n_taps;
+        }
+    }
+
+    T* out_base;
+    idx out_pixel, out_group;
+    if (a->direct) {
+        out_base = (T*)a->y + n * a->y_s[0] + oh * a->y_s[1];
+        out_pixel = a->y_s[2];
+        out_group = a->cout_g;
+    } else {
+        out_base = s.out_row;
+        out_pixel = a->G * a->cout_g_pad;
+        out_group = a->cout_g_pad;
+    }
+    const T* packed = (const T*)a->packed;
+    const idx group_taps = a->G * a->cin_g * a->cout_g_pad;  // packed elements per tap
+    for (idx g = 0; g < a->G; ++g) {
+        if (n_taps == 0) {  // every kernel row is in the padding: an empty sum
+            for (idx ow = 0; ow < a->OW; ++ow)
+                for (idx c = 0; c < a->cout_g_pad; c += S::V)
+                    S::store(out_base + ow * out_pixel + g * out_group + c, S::zero());
+            continue;
+        }
+        if (g > 0)  // on to this group's input channels
+            for (idx t = 0; t < n_taps; ++t) s.tap_a[t] += a->cin_g;
+        idx c0 = 0;
+        for (; c0 + 2 * S::V <= a->cout_g_pad; c0 += 2 * S::V) {
+            for (idx t = 0; t < n_taps; ++t)
+                s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
+                             g * a->cin_g * a->cout_g_pad + c0;
+            conv2d_forward_block<T, FWD_MR2, 2>(a, s, n_taps, out_base + g * out_group + c0, out_pixel);
+        }
+        if (c0 < a->cout_g_pad) {
+            for (idx t = 0; t < n_taps; ++t)
+                s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
+                             g * a->cin_g * a->cout_g_pad + c0;
+            conv2d_forward_block<T, FWD_MR1, 1>(a, s, n_taps, out_base + g * out_group + c0, out_pixel);
+        }
+    }
+    if (!a->direct)
+        for (idx g = 0; g < a->G; ++g)
+            scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + g * a->cout_g * a->y_s[3], a->OW,
+                            a->y_s[2], a->cout_g, a->y_s[3], s.out_row + g * a->cout_g_pad, out_pixel);
+}
+
+#endif  // CVZ_PER_ISA_PASS

@@ -1,0 +1,205 @@
+# distutils: language = c++
+# C++ (in _ext/): conv2d_forward.cpp
+"""Kernels for the conv2d forward pass.
+
+Trust their arguments: ``convviz.ops.forward`` validates everything and builds
+the geometry first.  Arrays arrive in logical NHWC order as (possibly strided)
+views, so one kernel serves both data formats and non-contiguous inputs.
+
+``forward`` (float16, bfloat16, float32, float64) runs the SIMD kernel of
+``_ext/conv2d_forward.cpp``: work is split over output rows ``(n, oh)``; each
+row is written by exactly one thread, and each element sums its terms in one
+fixed order (taps, then input channels), so results are bitwise identical for
+any thread count.  Half types are read into float32 and rounded once at the end.
+
+``forward_int32`` computes int32 data as ``unsigned int``: two's-complement
+multiply-add modulo 2**32 is exactly TensorFlow's wrapping int32 arithmetic,
+without signed-overflow undefined behaviour.
+
+Each kernel function returns the bytes of scratch memory it allocated (packed
+filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
+thread's most recent value (the benchmark counts it as memory beyond the output).
+"""
+
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, scratch_alloc,
+                   threads_for)
+
+cnp.import_array()
+
+# The interface part of the op's one C++ file (its argument struct and entry points).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_forward.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
+    cdef struct Conv2dForwardArgs:
+        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
+        idx sh, sw, dh, dw, pt, pl
+        const void* x
+        int x_type
+        idx x_s[4]
+        const void* w
+        int w_type
+        idx w_s[4]
+        void* y
+        int y_type
+        idx y_s[4]
+        idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems
+        int direct, exact_edges
+        void* packed
+
+    void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64)
+    void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64)
+    void conv2d_forward_row(const Conv2dForwardArgs* a, int isa, int f64, idx row, void* scratch)
+
+
+def last_scratch_bytes():
+    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
+    return recorded_scratch()
+
+
+def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output, int y_type,
+            Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
+            Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
+            int n_threads, int isa, bint f64, double min_parallel_work):
+    """Overwrite ``output`` [N, OH, OW, C_out] with conv2d(input, filter); return the scratch bytes used.
+
+    ``input`` is [N, H, W, C_in] and ``filter`` HWIO [KH, KW, C_in / groups,
+    C_out], any strides (in elements).  The ``*_type`` codes are 0 float16,
+    1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64 arithmetic
+    (otherwise float32).  ``isa`` picks the SIMD variant.
+    """
+    cdef Conv2dForwardArgs a
+    a.N = input.shape[0]
+    a.H = input.shape[1]
+    a.W = input.shape[2]
+    a.Cin = input.shape[3]
+    a.OH = output.shape[1]
+    a.OW = output.shape[2]
+    a.Cout = output.shape[3]
+    a.KH = filter.shape[0]
+    a.KW = filter.shape[1]
+    a.G = groups
+    a.cin_g = filter.shape[2]
+    a.cout_g = a.Cout // groups
+    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    a.x = cnp.PyArray_DATA(input)
+    a.x_type = x_type
+    element_strides(input, a.x_s)
+    a.w = cnp.PyArray_DATA(filter)
+    a.w_type = w_type
+    element_strides(filter, a.w_s)
+    a.y = cnp.PyArray_DATA(output)
+    a.y_type = y_type
+    element_strides(output, a.y_s)
+    a.packed = NULL
+    conv2d_forward_prepare(&a, isa, f64)
+
+    cdef size_t elem = 8 if f64 else 4
+    cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
+    cdef idx rows = a.N * a.OH
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
+    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cin_g * a.cout_g_pad) * elem
+    cdef char* scratch = NULL
+    cdef idx row
+    try:
+        a.packed = scratch_alloc(packed_bytes)
+        scratch = <char*>scratch_alloc(scratch_bytes * threads)
+        with nogil:
+            conv2d_forward_pack(&a, isa, f64)
+            if threads == 1:
+                for row in range(rows):
+                    conv2d_forward_row(&a, isa, f64, row, scratch)
+            else:
+                for row in prange(rows, num_threads=threads, schedule="static"):
+                    conv2d_forward_row(&a, isa, f64, row, scratch + threadid() * scratch_bytes)
+    finally:
+        free_aligned(a.packed)
+        free_aligned(scratch)
+    cdef size_t used = packed_bytes + scratch_bytes * threads
+    record_scratch(used)
+    return used
+
+
+# ---------------------------------------------------------------- int32
+cdef inline void _int_row(
+    const unsigned int[:, :, :, :] input,
+    const unsigned int[:, :, :, :] filter,
+    unsigned int[:, :, :, :] output,
+    const Py_ssize_t[:, ::1] col_ranges,
+    Py_ssize_t n, Py_ssize_t oh,
+    Py_ssize_t stride_h, Py_ssize_t stride_w,
+    Py_ssize_t dil_h, Py_ssize_t dil_w,
+    Py_ssize_t pad_top, Py_ssize_t pad_left,
+    Py_ssize_t groups,
+) noexcept nogil:
+    cdef Py_ssize_t height = input.shape[1]
+    cdef Py_ssize_t out_w = output.shape[2]
+    cdef Py_ssize_t out_channels = output.shape[3]
+    cdef Py_ssize_t kernel_h = filter.shape[0]
+    cdef Py_ssize_t kernel_w = filter.shape[1]
+    cdef Py_ssize_t in_per_group = filter.shape[2]
+    cdef Py_ssize_t out_per_group = out_channels // groups
+    cdef Py_ssize_t ow, co, kh, kw, ih, iw, g, ci, co_base
+    cdef unsigned int value
+
+    for ow in range(out_w):
+        for co in range(out_channels):
+            output[n, oh, ow, co] = 0
+    for kh in range(kernel_h):
+        ih = oh * stride_h - pad_top + kh * dil_h
+        if ih < 0 or ih >= height:
+            continue
+        for kw in range(kernel_w):
+            # col_ranges[kw] holds exactly the outputs whose input column is real.
+            for ow in range(col_ranges[kw, 0], col_ranges[kw, 1]):
+                iw = ow * stride_w - pad_left + kw * dil_w
+                for g in range(groups):
+                    co_base = g * out_per_group
+                    for ci in range(in_per_group):
+                        value = input[n, ih, iw, g * in_per_group + ci]
+                        for co in range(co_base, co_base + out_per_group):
+                            output[n, oh, ow, co] += value * filter[kh, kw, ci, co]
+
+
+def forward_int32(
+    const unsigned int[:, :, :, :] input,
+    const unsigned int[:, :, :, :] filter,
+    unsigned int[:, :, :, :] output,
+    const Py_ssize_t[:, ::1] col_ranges,
+    Py_ssize_t stride_h, Py_ssize_t stride_w,
+    Py_ssize_t dil_h, Py_ssize_t dil_w,
+    Py_ssize_t pad_top, Py_ssize_t pad_left,
+    Py_ssize_t groups,
+    int n_threads,
+    double min_parallel_work=0.0,
+):
+    """Overwrite ``output`` (int32 data viewed as uint32) with conv2d(input, filter); return 0.
+
+    ``col_ranges[kw]`` is the half-open range of output columns whose input
+    column through tap ``kw`` is real (``AxisGeometry.output_range``).  Below
+    ``min_parallel_work`` multiply-adds (times 2) the call runs on one thread.
+    It allocates no scratch: the return value (and ``last_scratch_bytes()``) is 0.
+    """
+    cdef Py_ssize_t out_h = output.shape[1]
+    cdef Py_ssize_t rows = output.shape[0] * out_h
+    cdef double work = (2.0 * output.shape[0] * out_h * output.shape[2] * output.shape[3]
+                        * filter.shape[0] * filter.shape[1] * filter.shape[2])
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
+    cdef Py_ssize_t row
+    with nogil:
+        if threads == 1:
+            for row in range(rows):
+                _int_row(input, filter, output, col_ranges, row // out_h, row % out_h,
+                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
+        else:
+            for row in prange(rows, num_threads=threads, schedule="static"):
+                _int_row(input, filter, output, col_ranges, row // out_h, row % out_h,
+                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
+    record_scratch(0)
+    return 0

@@ -1,0 +1,287 @@
+"""The conv2d forward pass (TensorFlow ``Conv2D``), as one unit.
+
+Here: the public function and its documentation, the validator (arguments ->
+a :class:`Call`), the CPU plan around the Cython kernel ``_forward`` (C++ in
+``_ext/conv2d_forward.cpp``), the GPU launcher (``forward.cu``), the float64
+reference (``convviz.reference.conv2d``) and the :class:`~convviz.ops._op.Op`
+record that ties them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from .._backends import cpu, cuda
+from ..geometry import ConvGeometry
+from ..reference import from_nhwc, groups, taps, to_nhwc
+from . import _forward as kernel
+from ._docs import fill_doc
+from ._op import Op, random_values, window_arguments
+
+__all__ = ["conv2d"]
+
+DTYPES = v.FLOAT_AND_INT32_DTYPES
+
+
+@dataclass(frozen=True)
+class Call:
+    """A validated conv2d call."""
+
+    geometry: ConvGeometry
+    input: np.ndarray
+    filter: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+def validate(
+    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any, data_format: Any,
+    dilations: Any, n_threads: Any, op: str = "conv2d", default_float: Any = np.float64, on_gpu: bool = False,
+) -> Call:
+    """Check every argument (see :func:`conv2d`); build the geometry."""
+    input, filter, dtype = v.tensor_pair(input, "input", filter, op, DTYPES, default_float, second_name="filter")
+    threads = v.resolve_n_threads(n_threads, op)
+    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    v.check_rank4(input, "input", op, window.data_format)
+    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
+    batch, height, width, in_channels = v.spatial(input.shape, window)
+    group_count = v.groups_of(in_channels, filter.shape, op, "input")
+    kernel_h, kernel_w, _, out_channels = filter.shape
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=in_channels,
+        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
+        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
+        groups=group_count, data_format=window.data_format,
+    )
+    v.check_allocation(geometry.output_shape, max(dtype.itemsize, 4), "the output", op, on_gpu)
+    return Call(geometry, input, filter, dtype, threads)
+
+
+# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+_kernel = kernel.forward
+kernel_view = cpu.kernel_view
+
+
+class Plan:
+    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+
+    def __init__(self, call: Call) -> None:
+        g = call.geometry
+        self.shape = g.output_shape
+        self.dtype = call.dtype
+        self.empty = 0 in g.output_shape
+        self.nchw = g.data_format == "NCHW"
+        self.int32 = call.dtype == np.int32
+        self.code = cpu.TYPE_CODES.get(call.dtype, -1)
+        self.f64 = call.dtype == np.float64
+        self.col_ranges = cpu.tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before, g.groups)
+
+    def run(self, x: np.ndarray, filt: np.ndarray, n_threads: int) -> np.ndarray:
+        result = np.empty(self.shape, dtype=self.dtype)
+        if self.empty:
+            return result
+        nchw = self.nchw
+        if self.int32:
+            # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
+            xu, out = x.view(np.uint32), result.view(np.uint32)
+            kernel.forward_int32(
+                xu.transpose(0, 2, 3, 1) if nchw else xu, filt.view(np.uint32),
+                out.transpose(0, 2, 3, 1) if nchw else out,
+                self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
+            return result
+        xv = kernel_view(x)
+        code = self.code
+        _kernel(
+            xv.transpose(0, 2, 3, 1) if nchw else xv, code, kernel_view(filt), code,
+            result.transpose(0, 2, 3, 1) if nchw else result, code,
+            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+        return result
+
+
+cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)))
+
+
+def run_on_gpu(call: Call) -> Any:
+    """Run the CUDA kernel (one thread per output element); returns a CuPy array."""
+    cp = cuda.require_device("conv2d")
+    g = call.geometry
+    nchw = g.data_format == "NCHW"
+    if 0 in g.output_shape:
+        return cp.zeros(g.output_shape, dtype=call.dtype)
+    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
+    w = cuda.device_array(cp, call.filter, call.dtype)
+    out, store = cuda.result_array(cp, g.output_shape, call.dtype)
+    y = cuda.nhwc(store, nchw)
+    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
+              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
+              g.rows.pad_before, g.cols.pad_before, *cuda.element_strides(x), *cuda.element_strides(y),
+              *cuda.element_strides(w)]
+    p = cp.asarray(np.array(params, dtype=np.int64))
+    total = int(np.prod(g.output_shape))
+    cuda.kernel(f"conv2d_forward<{cuda.TYPE_CODES[call.dtype]}>")(
+        (cuda.blocks(total),), (cuda.THREADS,), (x, w, y, p, np.int64(total)))
+    return out
+
+
+def flops(g: ConvGeometry) -> float:
+    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
+    oh, ow = g.output_hw
+    kh, kw = g.kernel_hw
+    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
+
+
+def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
+            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
+    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
+    geometry = ConvGeometry.build(
+        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
+        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
+    return (random_values(rng, geometry.input_shape, dtype), random_values(rng, geometry.filter_shape, dtype),
+            *window_arguments(geometry, padding))
+
+
+def reference(
+    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
+    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
+) -> np.ndarray:
+    """Float64 reference for :func:`conv2d` (``convviz.reference.conv2d``): cross-correlation, grouped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz import reference
+    >>> reference.conv2d(np.arange(9.).reshape(1, 3, 3, 1), np.ones((2, 2, 1, 1)),
+    ...                  [1, 1, 1, 1], "VALID")[0, :, :, 0]
+    array([[ 8., 12.],
+           [20., 24.]])
+    """
+    call = validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
+                    op="reference.conv2d")
+    g = call.geometry
+    x = to_nhwc(call.input.astype(np.float64), g.data_format)
+    w = call.filter.astype(np.float64)
+    y = np.zeros((g.batch, *g.output_hw, g.out_channels))
+    for oh, ow, kh, kw, ih, iw in taps(g):
+        for ins, outs in groups(g):
+            # y[n, oh, ow, co] += sum_ci x[n, ih, iw, ci] * w[kh, kw, ci, co]
+            y[:, oh, ow, outs] += x[:, ih, iw, ins] @ w[kh, kw, :, outs]
+    return from_nhwc(y, g.data_format)
+
+
+OP = Op(
+    name="conv2d",
+    tf_name="Conv2D",
+    args=("input", "filter"),
+    tensors=("input", "filter"),
+    result="output",
+    dtypes=DTYPES,
+    validate=validate,
+    plan=Plan,
+    run_gpu=run_on_gpu,
+    flops=flops,
+    kernel=kernel,
+    example=example,
+    reference=reference,
+    tf_attrs=("use_cudnn_on_gpu",),
+)
+
+
+@fill_doc
+def conv2d(
+    input: Any,
+    filter: Any,
+    strides: Sequence[int],
+    padding: str,
+    explicit_paddings: Sequence[int] = (),
+    data_format: str = "NHWC",
+    dilations: Sequence[int] = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+    device: str | None = None,
+) -> Any:
+    """2-D convolution, forward (TensorFlow ``Conv2D``): a cross-correlation, grouped.
+
+    Each output cell is the sum, over the filter's taps and the group's input
+    channels, of the input cell a tap lands on times that tap's weight; taps
+    that land in the padding add nothing.  Semantics are TensorFlow's for every
+    padding, layout, stride, dilation, group count and dtype.  This is the
+    forward pass whose gradients are :func:`conv2d_backprop_input` (with
+    respect to ``input``) and the filter gradient.
+
+    Parameters
+    ----------
+    input : array_like
+        4-D in ``data_format`` order; float16, bfloat16 (``ml_dtypes.bfloat16``),
+        float32, float64 or int32.
+    filter : array_like
+        ``[filter_height, filter_width, in_channels / groups, out_channels]``
+        (HWIO), same dtype as ``input``.  The input depth may be any multiple
+        of ``filter.shape[2]``: that is a grouped convolution with
+        ``input depth / filter.shape[2]`` groups, each of
+        ``out_channels / groups`` output channels.
+    %(strides)s
+    %(padding)s
+    %(explicit_paddings)s
+    %(data_format)s
+    %(dilations)s
+    %(n_threads)s
+    %(device)s
+
+    Returns
+    -------
+    numpy.ndarray
+        The output, 4-D in ``data_format`` order with ``out_channels``
+        channels, dtype of ``input``.  Half types are accumulated in float32
+        and rounded once; int32 wraps modulo 2**32 as TensorFlow's does.
+
+    Raises
+    ------
+    %(raises)s
+
+    See Also
+    --------
+    conv2d_backprop_input : its gradient with respect to ``input``.
+    convviz.geometry.ConvGeometry : the arithmetic behind the shapes.
+    convviz.reference.conv2d : the float64 NumPy reference.
+
+    Notes
+    -----
+    ``y[n, oh, ow, co] = sum over kh, kw, ci of
+    input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*C_g + ci] * filter[kh, kw, ci, co]``
+    with ``g = co // (out_channels / groups)`` and ``C_g = filter.shape[2]``;
+    the output size per axis is ``ceil(in / s)`` (SAME),
+    ``(in - (k-1)*d - 1) // s + 1`` (VALID) or the same with the explicit pads.
+
+    %(nonfinite)s
+
+    Examples
+    --------
+    A 2x2 box filter sums each 2x2 window:
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> x = np.arange(9.0).reshape(1, 3, 3, 1)
+    >>> convviz.conv2d(x, np.ones((2, 2, 1, 1)), strides=[1, 1], padding="VALID")[0, :, :, 0]
+    array([[ 8., 12.],
+           [20., 24.]])
+
+    SAME keeps the size (a stride of 1); the window then also covers padding:
+
+    >>> convviz.conv2d(x, np.ones((2, 2, 1, 1)), strides=[1, 1], padding="SAME")[0, :, :, 0]
+    array([[ 8., 12.,  7.],
+           [20., 24., 13.],
+           [13., 15.,  8.]])
+    """
+    return OP.run(input, filter, strides, padding, explicit_paddings, data_format, dilations, n_threads,
+                  device=device)
