@@ -1,9 +1,10 @@
 # What every convviz kernel module shares: the index type, aligned scratch
 # memory (cvz_common.hpp), the ISA codes (cvz_isa.hpp), the per-thread scratch
 # record (cvz_scratch_record.hpp), and small helpers.
-# Each op's module declares its own kernel (its _ext/<op>.hpp) itself.
+# Each op's module declares its own kernel (the interface part of its _ext/<op>.cpp).
 # This file and _openmp.pxd stay in _ext/, on Cython's include path (setup.py).
 cimport numpy as cnp
+from cython.parallel cimport prange, threadid
 
 cdef extern from "cvz_common.hpp" namespace "cvz" nogil:
     ctypedef Py_ssize_t idx
@@ -44,3 +45,29 @@ cdef inline void* scratch_alloc(size_t bytes) except NULL:
     if p == NULL:
         raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
     return p
+
+
+# A kernel's unit of parallel work (one output row, one block of a reduction):
+# args is the op's argument struct, scratch this thread's zeroed scratch.
+ctypedef void (*UnitFn)(const void* args, int isa, int f64, idx unit, void* scratch) noexcept nogil
+
+
+cdef inline Py_ssize_t run_units(UnitFn fn, const void* args, int isa, int f64, idx units, int threads,
+                                 size_t scratch_bytes) except -1:
+    """Call ``fn`` on every unit in [0, units), split statically over ``threads``
+    threads without the GIL, each thread with its own zeroed scratch of
+    ``scratch_bytes``; return the scratch bytes allocated.  Each unit writes its
+    own outputs, so the result does not depend on the split."""
+    cdef char* scratch = <char*>scratch_alloc(scratch_bytes * threads if scratch_bytes else 1)
+    cdef idx unit
+    try:
+        with nogil:
+            if threads == 1:
+                for unit in range(units):
+                    fn(args, isa, f64, unit, scratch)
+            else:
+                for unit in prange(units, num_threads=threads, schedule="static"):
+                    fn(args, isa, f64, unit, scratch + threadid() * scratch_bytes)
+    finally:
+        free_aligned(scratch)
+    return scratch_bytes * threads

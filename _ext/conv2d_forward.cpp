@@ -37,8 +37,9 @@ struct Conv2dForwardArgs {
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64);
 void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64);
-// One output row (row = n * OH + oh), with `scratch` of a->scratch_elems elements, zeroed before first use.
-void conv2d_forward_row(const Conv2dForwardArgs* a, int isa, int f64, idx row, void* scratch);
+// One output row (row = n * OH + oh) of the call `args` (a Conv2dForwardArgs), with
+// `scratch` of scratch_elems elements, zeroed before first use (a UnitFn of _cvz.pxd).
+void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
 
 }  // namespace cvz
 
@@ -66,8 +67,8 @@ void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(p
 
 void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
 
-void conv2d_forward_row(const Conv2dForwardArgs* a, int isa, int f64, idx row, void* scratch) {
-    isa_pick(row_table, isa, f64)(a, row, scratch);
+void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch) {
+    isa_pick(row_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), row, scratch);
 }
 
 }  // namespace cvz

@@ -34,8 +34,9 @@ struct Conv2dInputGradArgs {
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64);
 void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64);
-// One input row (row = n * H + ih), with `scratch` of a->scratch_elems elements, zeroed before first use.
-void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch);
+// One input row (row = n * H + ih) of the call `args` (a Conv2dInputGradArgs), with
+// `scratch` of scratch_elems elements, zeroed before first use (a UnitFn of _cvz.pxd).
+void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch);
 
 }  // namespace cvz
 
@@ -63,8 +64,8 @@ void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64) { isa_p
 
 void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
 
-void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch) {
-    isa_pick(row_table, isa, f64)(a, row, scratch);
+void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch) {
+    isa_pick(row_table, isa, f64)(static_cast<const Conv2dInputGradArgs*>(args), row, scratch);
 }
 
 }  // namespace cvz

@@ -22,6 +22,9 @@ struct DepthwiseFilterGradArgs {
     const void* dy; int dy_type; idx dy_s[4];
     void* out; int out_type;  // [KH][KW][C][M], contiguous
     idx n_blocks;
+    // ow_first/ow_last[kw]: the output columns whose input column through tap kw is real.
+    const idx* ow_first;
+    const idx* ow_last;
     // Filled in by prepare(): channels C*M padded to the vector width, whether
     // rows are read in place, the per-thread scratch size.  The caller
     // allocates `partial` ([n_blocks][KH*KW][cm_pad] of the compute type).
@@ -32,12 +35,11 @@ struct DepthwiseFilterGradArgs {
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64);
-// Sum the rows of block `block` into its partial sums; ow_first/ow_last[kw]: the
-// output columns whose input column through tap kw is real.
-void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, int isa, int f64, idx block, void* scratch,
-                                 const idx* ow_first, const idx* ow_last);
-// out[taps tap_begin..tap_end) = the partial sums added in block order.
-void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end);
+// Sum the rows of block `block` of the call `args` (a DepthwiseFilterGradArgs) into
+// its partial sums, with `scratch` of scratch_elems elements (a UnitFn of _cvz.pxd).
+void depthwise_filter_grad_block(const void* args, int isa, int f64, idx block, void* scratch);
+// out[tap] = the partial sums of tap `tap` added in block order (a UnitFn; no scratch).
+void depthwise_filter_grad_merge(const void* args, int isa, int f64, idx tap, void* scratch);
 
 }  // namespace cvz
 
@@ -63,17 +65,18 @@ void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64)
     isa_pick(prepare_table, isa, f64)(a);
 }
 
-void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, int isa, int f64, idx block, void* scratch,
-                                 const idx* ow_first, const idx* ow_last) {
-    isa_pick(block_table, isa, f64)(a, block, scratch, ow_first, ow_last);
+void depthwise_filter_grad_block(const void* args, int isa, int f64, idx block, void* scratch) {
+    const DepthwiseFilterGradArgs* a = static_cast<const DepthwiseFilterGradArgs*>(args);
+    isa_pick(block_table, isa, f64)(a, block, scratch, a->ow_first, a->ow_last);
 }
 
 // A plain sum in block order: the same for every ISA.
-void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end) {
+void depthwise_filter_grad_merge(const void* args, int /*isa*/, int f64, idx tap, void* /*scratch*/) {
+    const DepthwiseFilterGradArgs* a = static_cast<const DepthwiseFilterGradArgs*>(args);
     if (f64)
-        generic::depthwise_filter_grad_merge<double>(a, tap_begin, tap_end);
+        generic::depthwise_filter_grad_merge<double>(a, tap, tap + 1);
     else
-        generic::depthwise_filter_grad_merge<float>(a, tap_begin, tap_end);
+        generic::depthwise_filter_grad_merge<float>(a, tap, tap + 1);
 }
 
 }  // namespace cvz

@@ -112,6 +112,16 @@ def element_strides(array: Any) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
 
+def dense_params(g: Any, first: Any, second: Any, third: Any) -> list[int]:
+    """The parameter block of the dense (grouped) conv kernels, as their .cu files read it:
+    [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g, [12..17] sh sw dh dw pad_top
+    pad_left, then the element strides of the three arrays (logical NHWC, HWIO)."""
+    return [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
+            g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
+            g.rows.pad_before, g.cols.pad_before, *element_strides(first), *element_strides(second),
+            *element_strides(third)]
+
+
 def nhwc(array: Any, nchw: bool) -> Any:
     return array.transpose(0, 2, 3, 1) if nchw else array
 

@@ -21,8 +21,8 @@ most recent value (the benchmark counts it as memory beyond the output).
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, scratch_alloc,
-                   threads_for)
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
 
 cnp.import_array()
 
@@ -45,14 +45,15 @@ cdef extern from * namespace "cvz" nogil:
         void* out
         int out_type
         idx n_blocks
+        const idx* ow_first
+        const idx* ow_last
         idx V, cm, cm_pad, scratch_elems
         int direct
         void* partial
 
     void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64)
-    void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, int isa, int f64, idx block, void* scratch,
-                                     const idx* ow_first, const idx* ow_last)
-    void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, int f64, idx tap_begin, idx tap_end)
+    void depthwise_filter_grad_block(const void* args, int isa, int f64, idx block, void* scratch)
+    void depthwise_filter_grad_merge(const void* args, int isa, int f64, idx tap, void* scratch)
 
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
@@ -104,32 +105,21 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.C * a.M * a.KH * a.KW
     cdef int threads = threads_for(work, min_parallel_work, n_threads, n_blocks)
     cdef size_t partial_bytes = <size_t>(n_blocks * taps * a.cm_pad) * elem
-    cdef char* scratch = NULL
     cdef idx* first = NULL
-    cdef idx* last
-    cdef idx kw, b, tap
+    cdef idx kw
+    cdef Py_ssize_t used = partial_bytes
     try:
         a.partial = scratch_alloc(partial_bytes)
-        scratch = <char*>scratch_alloc(scratch_bytes * threads)
         first = <idx*>scratch_alloc(2 * kernel_w * sizeof(idx))
-        last = first + kernel_w
         for kw in range(kernel_w):
             first[kw] = col_ranges[kw, 0]
-            last[kw] = col_ranges[kw, 1]
-        with nogil:
-            if threads == 1:
-                for b in range(n_blocks):
-                    depthwise_filter_grad_block(&a, isa, f64, b, scratch, first, last)
-                depthwise_filter_grad_merge(&a, f64, 0, taps)
-            else:
-                for b in prange(n_blocks, num_threads=threads, schedule="static"):
-                    depthwise_filter_grad_block(&a, isa, f64, b, scratch + threadid() * scratch_bytes, first, last)
-                for tap in prange(taps, num_threads=threads, schedule="static"):
-                    depthwise_filter_grad_merge(&a, f64, tap, tap + 1)
+            first[kernel_w + kw] = col_ranges[kw, 1]
+        a.ow_first = first
+        a.ow_last = first + kernel_w
+        used += run_units(depthwise_filter_grad_block, &a, isa, f64, n_blocks, threads, scratch_bytes)
+        run_units(depthwise_filter_grad_merge, &a, isa, f64, taps, threads, 0)
     finally:
         free_aligned(a.partial)
-        free_aligned(scratch)
         free_aligned(first)
-    cdef size_t used = partial_bytes + scratch_bytes * threads
     record_scratch(used)
     return used

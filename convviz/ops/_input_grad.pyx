@@ -24,8 +24,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, scratch_alloc,
-                   threads_for)
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
 
 cnp.import_array()
 
@@ -54,7 +54,7 @@ cdef extern from * namespace "cvz" nogil:
 
     void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
     void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
-    void conv2d_input_grad_row(const Conv2dInputGradArgs* a, int isa, int f64, idx row, void* scratch)
+    void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch)
 
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
@@ -105,23 +105,14 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
     cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem
-    cdef char* scratch = NULL
-    cdef idx row
+    cdef Py_ssize_t used = packed_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)
-        scratch = <char*>scratch_alloc(scratch_bytes * threads)
         with nogil:
             conv2d_input_grad_pack(&a, isa, f64)
-            if threads == 1:
-                for row in range(rows):
-                    conv2d_input_grad_row(&a, isa, f64, row, scratch)
-            else:
-                for row in prange(rows, num_threads=threads, schedule="static"):
-                    conv2d_input_grad_row(&a, isa, f64, row, scratch + threadid() * scratch_bytes)
+        used += run_units(conv2d_input_grad_row, &a, isa, f64, rows, threads, scratch_bytes)
     finally:
         free_aligned(a.packed)
-        free_aligned(scratch)
-    cdef size_t used = packed_bytes + scratch_bytes * threads
     record_scratch(used)
     return used
 

@@ -123,10 +123,7 @@ def run_on_gpu(call: Call) -> Any:
     w = cuda.device_array(cp, call.filter, call.dtype)
     out, store = cuda.result_array(cp, g.output_shape, call.dtype)
     y = cuda.nhwc(store, nchw)
-    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
-              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
-              g.rows.pad_before, g.cols.pad_before, *cuda.element_strides(x), *cuda.element_strides(y),
-              *cuda.element_strides(w)]
+    params = cuda.dense_params(g, x, y, w)
     p = cp.asarray(np.array(params, dtype=np.int64))
     total = int(np.prod(g.output_shape))
     cuda.kernel(f"conv2d_forward<{cuda.TYPE_CODES[call.dtype]}>")(

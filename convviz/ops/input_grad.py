@@ -144,10 +144,7 @@ def run_on_gpu(call: Call) -> Any:
     w = cuda.device_array(cp, call.filter, call.dtype)
     out, store = cuda.result_array(cp, g.input_shape, call.dtype)
     dx = cuda.nhwc(store, nchw)
-    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
-              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
-              g.rows.pad_before, g.cols.pad_before, *cuda.element_strides(dy), *cuda.element_strides(dx),
-              *cuda.element_strides(w)]
+    params = cuda.dense_params(g, dy, dx, w)
     p = cp.asarray(np.array(params, dtype=np.int64))
     total = int(np.prod(g.input_shape))
     cuda.kernel(f"input_grad<{cuda.TYPE_CODES[call.dtype]}>")(
