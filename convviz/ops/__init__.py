@@ -18,16 +18,18 @@ from __future__ import annotations
 from ._op import Op, select_device
 from .depthwise_filter_grad import OP as DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER
 from .depthwise_filter_grad import depthwise_conv2d_native_backprop_filter
+from .filter_grad import OP as CONV2D_BACKPROP_FILTER
+from .filter_grad import conv2d_backprop_filter
 from .forward import OP as CONV2D
 from .forward import conv2d
 from .input_grad import OP as CONV2D_BACKPROP_INPUT
 from .input_grad import conv2d_backprop_input
 
 # The public op functions: convviz re-exports exactly these (``from .ops import *``).
-__all__ = ["conv2d", "conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
+__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
 #: Every op, in the order the documentation lists them.
-OPS: tuple[Op, ...] = (CONV2D, CONV2D_BACKPROP_INPUT, DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER)
+OPS: tuple[Op, ...] = (CONV2D, CONV2D_BACKPROP_INPUT, CONV2D_BACKPROP_FILTER, DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER)
 
 #: Ops by public name.
 BY_NAME: dict[str, Op] = {op.name: op for op in OPS}

@@ -1,0 +1,259 @@
+// The conv2d filter gradient: one file in three parts (Highway's foreach_target
+// idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_CONV2D_FILTER_GRAD_INTERFACE  // 1. the interface
+#define CVZ_CONV2D_FILTER_GRAD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// dw[kh, kw, ci, co] = sum over n, oh, ow of
+// x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, g*cin_g + ci] * dy[n, oh, ow, co],
+// g = co / cout_g, over the (output cell, tap) pairs that read a real input cell.
+// Element strides of x and dy are in logical NHWC order (the caller permutes
+// NCHW); dw is HWIO [KH, KW, cin_g, Cout] with any strides.
+struct Conv2dFilterGradArgs {
+    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    idx sh, sw, dh, dw, pt, pl;
+    const void* x; int x_type; idx x_s[4];
+    const void* dy; int dy_type; idx dy_s[4];
+    void* out; int out_type; idx out_s[4];
+    // ow_first/ow_last[kw]: the output columns whose input column through tap kw is real.
+    const idx* ow_first;
+    const idx* ow_last;
+    // How many units share the filter's tiles (any count gives the same bits).
+    idx n_units;
+    // Filled in by prepare(): the vector width, output channels per group
+    // padded to it, the tile grid (input-channel tiles of MR rows by blocks of
+    // 2 vectors of output channels, per tap and group), the output rows per
+    // chunk, the per-thread scratch size.  The caller allocates `acc`
+    // (n_tiles tiles of tile_elems elements of the compute type, zeroed).
+    idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems;
+    void* acc;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64);
+// Unit `unit` of the call `args` (a Conv2dFilterGradArgs): the whole sum for its
+// share of the filter's tiles, then their store into `out`, with `scratch` of
+// scratch_elems elements (a UnitFn of _cvz.pxd).
+void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_CONV2D_FILTER_GRAD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
+
+#define CVZ_OP_BODY "conv2d_filter_grad.cpp"  // this file again, once per ISA
+#include "cvz_per_isa.hpp"
+
+namespace cvz {
+
+namespace {
+typedef void (*PrepareFn)(Conv2dFilterGradArgs*);
+typedef void (*UnitFnT)(const Conv2dFilterGradArgs*, idx, void*);
+const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_filter_grad_prepare);
+const UnitFnT unit_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_filter_grad_unit);
+}  // namespace
+
+void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
+
+void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch) {
+    isa_pick(unit_table, isa, f64)(static_cast<const Conv2dFilterGradArgs*>(args), unit, scratch);
+}
+
+}  // namespace cvz
+
+#else  // CVZ_PER_ISA_PASS: the kernel body, compiled once per ISA by cvz_per_isa.hpp
+
+// The conv2d filter gradient, written once against Simd<T>, compiled once per
+// instruction set.
+//
+// Per tap, the gradient is a product of the input's pixels (transposed) and the
+// output gradient's: dw_tap[ci, co] = sum over pixels p of x_tap[p, ci] * dy[p, co].
+// The filter is cut into tiles (one tap and group, MR input channels, 2 vectors
+// of output channels), and each tile's sum stays in registers over a chunk of
+// output rows.  The chunks are fixed by the problem size, every tile adds them
+// in chunk order, and a tile belongs to one unit: the result is bitwise the same
+// for any thread count, and no two threads ever add into the same memory.
+//
+// Only pairs that exist are added: for each kernel row, the output rows whose
+// input row is real; for each kernel column, the output columns whose input
+// column is real (ow_first/ow_last) -- a NaN or Inf reaches exactly the taps
+// that read it.
+
+// Tile shapes per ISA (generic, AVX2, AVX-512): MR input channels by 2 vectors
+// of output channels (2 * MR accumulators).
+constexpr int FG_MR = per_isa(THIS_ISA, 4, 6, 14);
+// Output pixels per chunk (about): enough to amortise a tile's load and store,
+// few enough that a chunk's staged rows stay in the core's cache.
+constexpr idx FG_CHUNK_PIXELS = 256;
+
+template <class T>
+static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
+    a->V = Simd<T>::V;
+    a->cout_g_pad = round_up(a->cout_g, a->V);
+    a->mr = FG_MR;
+    a->ci_tiles = (a->cin_g + FG_MR - 1) / FG_MR;
+    a->c_blocks = (a->cout_g_pad / a->V + 1) / 2;
+    a->n_tiles = a->KH * a->KW * a->G * a->ci_tiles * a->c_blocks;
+    a->tile_elems = FG_MR * 2 * a->V;
+    idx rows = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
+    if (rows < 1) rows = 1;
+    if (rows > 64) rows = 64;
+    a->chunk_rows = rows;
+    // x rows [chunk_rows][KH][W * Cin] (+ MR elements of slack: a partial tile
+    // reads past its group's last channel), dy rows [chunk_rows][OW][G][cout_g_pad],
+    // then the per-row pointer tables.
+    a->scratch_elems = round_up(rows * a->KH * a->W * a->Cin + FG_MR, 16) +
+                       round_up(rows * a->OW * a->G * a->cout_g_pad, 16) +
+                       (idx)((3 * rows * sizeof(void*) + 3 * rows * sizeof(idx)) / sizeof(T)) + 16;
+}
+
+// One tile over a chunk: acc (MR x NRV vectors, at `tile`) += the rows' terms.
+// Row r adds counts[r] pixels: a_rows[r][k * a_step + p] * b_rows[r][k * b_step + c].
+template <class T, int MR, int NRV>
+static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_rows, const idx* counts, idx n_rows,
+                                    idx a_step, idx b_step, T* tile) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    vec acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = S::load(tile + (p * NRV + q) * S::V);
+    for (idx r = 0; r < n_rows; ++r) {
+        const T* a = a_rows[r];
+        const T* b = b_rows[r];
+        const idx K = counts[r];
+        for (idx k = 0; k < K; ++k) {
+            vec bv[NRV];
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) bv[q] = S::load(b + k * b_step + q * S::V);
+            CVZ_UNROLL(32)
+            for (int p = 0; p < MR; ++p) {
+                const vec av = S::set1(a[k * a_step + p]);
+                CVZ_UNROLL(4)
+                for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[q], acc[p][q]);
+            }
+        }
+    }
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int q = 0; q < NRV; ++q) S::store(tile + (p * NRV + q) * S::V, acc[p][q]);
+}
+
+// The smallest tile (MR/4, MR/2 or MR rows) that covers `rows` valid input
+// channels, with NRV vectors.
+template <class T, int NRV>
+static inline void filter_grad_tile_for(idx rows, const T* const* a_rows, const T* const* b_rows, const idx* counts,
+                                        idx n_rows, idx a_step, idx b_step, T* tile) {
+    constexpr int half = (FG_MR + 1) / 2, quarter = (FG_MR + 3) / 4;
+    const idx shape = rows <= quarter ? quarter : rows <= half ? half : FG_MR;
+    if (shape == FG_MR)
+        filter_grad_tile<T, FG_MR, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+    else if (shape == half)
+        filter_grad_tile<T, half, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+    else
+        filter_grad_tile<T, quarter, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+}
+
+template <class T>
+static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
+    typedef Simd<T> S;
+    const idx tile_begin = unit * a->n_tiles / a->n_units, tile_end = (unit + 1) * a->n_tiles / a->n_units;
+    if (tile_begin >= tile_end) return;
+    const idx rows_total = a->N * a->OH, chunk_rows = a->chunk_rows;
+    const idx x_row = a->W * a->Cin, dy_pixel = a->G * a->cout_g_pad, dy_row = a->OW * dy_pixel;
+    T* x_stage = (T*)raw;
+    T* dy_stage = x_stage + round_up(chunk_rows * a->KH * x_row + FG_MR, 16);
+    const T** a_rows = (const T**)(dy_stage + round_up(chunk_rows * dy_row, 16));
+    const T** b_rows = a_rows + chunk_rows;
+    idx* counts = (idx*)(b_rows + chunk_rows);
+    idx* ih_of = counts + chunk_rows;  // input row of (chunk row, kh), -1 when in the padding
+    T* acc = (T*)a->acc;
+
+    for (idx row0 = 0; row0 < rows_total; row0 += chunk_rows) {
+        const idx n_rows = rows_total - row0 < chunk_rows ? rows_total - row0 : chunk_rows;
+        // Stage the chunk: dy rows, and for each (row, kh) the input row it reads.
+        for (idx r = 0; r < n_rows; ++r) {
+            const idx n = (row0 + r) / a->OH, oh = (row0 + r) % a->OH;
+            for (idx g = 0; g < a->G; ++g)
+                gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy, a->dy_type,
+                               n * a->dy_s[0] + oh * a->dy_s[1] + g * a->cout_g * a->dy_s[3], a->OW, a->dy_s[2],
+                               a->cout_g, a->dy_s[3]);
+            for (idx kh = 0; kh < a->KH; ++kh) {
+                const idx ih = oh * a->sh - a->pt + kh * a->dh;
+                const bool real = ih >= 0 && ih < a->H;
+                ih_of[r * a->KH + kh] = real ? ih : -1;
+                if (real)
+                    gather_rows<T>(x_stage + (r * a->KH + kh) * x_row, a->Cin, a->x, a->x_type,
+                                   n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2], a->Cin, a->x_s[3]);
+            }
+        }
+        // Every tile of this unit adds the chunk.
+        for (idx tile = tile_begin; tile < tile_end; ++tile) {
+            idx rest = tile;
+            const idx cb = rest % a->c_blocks;
+            rest /= a->c_blocks;
+            const idx ct = rest % a->ci_tiles;
+            rest /= a->ci_tiles;
+            const idx g = rest % a->G;
+            const idx tap = rest / a->G;
+            const idx kh = tap / a->KW, kw = tap % a->KW;
+            const idx ci0 = ct * FG_MR, c0 = cb * 2 * S::V;
+            const idx lo = a->ow_first[kw], hi = a->ow_last[kw];
+            idx used = 0;
+            for (idx r = 0; r < n_rows; ++r) {
+                if (ih_of[r * a->KH + kh] < 0 || hi <= lo) continue;
+                a_rows[used] = x_stage + (r * a->KH + kh) * x_row + (lo * a->sw - a->pl + kw * a->dw) * a->Cin +
+                               g * a->cin_g + ci0;
+                b_rows[used] = dy_stage + r * dy_row + lo * dy_pixel + g * a->cout_g_pad + c0;
+                counts[used] = hi - lo;
+                ++used;
+            }
+            if (used == 0) continue;
+            const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
+            T* t = acc + tile * a->tile_elems;
+            if (c0 + S::V < a->cout_g_pad)
+                filter_grad_tile_for<T, 2>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+            else
+                filter_grad_tile_for<T, 1>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+        }
+    }
+
+    // Store this unit's tiles into the filter gradient (HWIO, the result's dtype).
+    for (idx tile = tile_begin; tile < tile_end; ++tile) {
+        idx rest = tile;
+        const idx cb = rest % a->c_blocks;
+        rest /= a->c_blocks;
+        const idx ct = rest % a->ci_tiles;
+        rest /= a->ci_tiles;
+        const idx g = rest % a->G;
+        const idx tap = rest / a->G;
+        const idx kh = tap / a->KW, kw = tap % a->KW;
+        const idx ci0 = ct * FG_MR, c0 = cb * 2 * S::V;
+        const idx nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+        const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
+        const idx cols = a->cout_g - c0 < nrv * S::V ? a->cout_g - c0 : nrv * S::V;
+        const T* t = acc + tile * a->tile_elems;
+        for (idx p = 0; p < rows; ++p)
+            for (idx c = 0; c < cols; ++c)
+                store_as<T>(a->out, a->out_type,
+                            kh * a->out_s[0] + kw * a->out_s[1] + (ci0 + p) * a->out_s[2] +
+                                (g * a->cout_g + c0 + c) * a->out_s[3],
+                            t[p * nrv * S::V + c]);
+    }
+}
+
+#endif  // CVZ_PER_ISA_PASS

@@ -1,0 +1,123 @@
+# distutils: language = c++
+# C++ (in _ext/): conv2d_filter_grad.cpp
+"""Kernel for the gradient of conv2d with respect to its filter.
+
+Trusts its arguments: ``convviz.ops.filter_grad`` validates everything and
+builds the geometry first.  Arrays arrive in logical NHWC order as (possibly
+strided) views, so one kernel serves both data formats and non-contiguous inputs.
+
+``filter_grad`` (float16, bfloat16, float32, float64) runs the SIMD kernel of
+``_ext/conv2d_filter_grad.cpp``.  The filter is cut into tiles; each tile sums
+all of its terms in one fixed order (chunks of output rows, fixed by the
+problem size) and belongs to one thread, so results are bitwise identical for
+any thread count and no thread adds into another's memory.  Half types are
+read into float32 and rounded once at the end.
+
+The kernel function returns the bytes of scratch memory it allocated (tile
+sums, per-thread staged rows); ``last_scratch_bytes()`` gives the calling
+thread's most recent value (the benchmark counts it as memory beyond the output).
+"""
+
+cimport numpy as cnp
+
+from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
+
+cnp.import_array()
+
+# The interface part of the op's one C++ file (its argument struct and entry points).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_filter_grad.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
+    cdef struct Conv2dFilterGradArgs:
+        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
+        idx sh, sw, dh, dw, pt, pl
+        const void* x
+        int x_type
+        idx x_s[4]
+        const void* dy
+        int dy_type
+        idx dy_s[4]
+        void* out
+        int out_type
+        idx out_s[4]
+        const idx* ow_first
+        const idx* ow_last
+        idx n_units
+        idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems
+        void* acc
+
+    void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64)
+    void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch)
+
+
+def last_scratch_bytes():
+    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
+    return recorded_scratch()
+
+
+def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
+                cnp.ndarray filter_grad, int out_type, const Py_ssize_t[:, ::1] col_ranges,
+                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
+                Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
+                int n_threads, int isa, bint f64, double min_parallel_work):
+    """Overwrite ``filter_grad`` [KH, KW, C_in / groups, C_out] with the gradient; return the scratch bytes used.
+
+    ``input`` is [N, H, W, C_in], ``out_backprop`` [N, OH, OW, C_out], any
+    strides (in elements).  Type codes: 0 float16, 1 bfloat16, 2 float32,
+    3 float64; ``f64`` selects float64 arithmetic.  ``col_ranges[kw]`` is the
+    half-open range of output columns whose input column through tap ``kw`` is
+    real (from the geometry).
+    """
+    cdef Conv2dFilterGradArgs a
+    a.N = input.shape[0]
+    a.H = input.shape[1]
+    a.W = input.shape[2]
+    a.Cin = input.shape[3]
+    a.OH = out_backprop.shape[1]
+    a.OW = out_backprop.shape[2]
+    a.Cout = out_backprop.shape[3]
+    a.KH = filter_grad.shape[0]
+    a.KW = filter_grad.shape[1]
+    a.G = groups
+    a.cin_g = filter_grad.shape[2]
+    a.cout_g = a.Cout // groups
+    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    a.x = cnp.PyArray_DATA(input)
+    a.x_type = x_type
+    element_strides(input, a.x_s)
+    a.dy = cnp.PyArray_DATA(out_backprop)
+    a.dy_type = dy_type
+    element_strides(out_backprop, a.dy_s)
+    a.out = cnp.PyArray_DATA(filter_grad)
+    a.out_type = out_type
+    element_strides(filter_grad, a.out_s)
+    a.acc = NULL
+    conv2d_filter_grad_prepare(&a, isa, f64)
+
+    cdef size_t elem = 8 if f64 else 4
+    cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles)
+    cdef size_t acc_bytes = <size_t>(a.n_tiles * a.tile_elems) * elem
+    cdef idx* ranges = NULL
+    cdef idx kw
+    cdef Py_ssize_t used = acc_bytes
+    a.n_units = threads
+    try:
+        a.acc = scratch_alloc(acc_bytes)
+        ranges = <idx*>scratch_alloc(2 * a.KW * sizeof(idx))
+        for kw in range(a.KW):
+            ranges[kw] = col_ranges[kw, 0]
+            ranges[a.KW + kw] = col_ranges[kw, 1]
+        a.ow_first = ranges
+        a.ow_last = ranges + a.KW
+        used += run_units(conv2d_filter_grad_unit, &a, isa, f64, threads, threads, scratch_bytes)
+    finally:
+        free_aligned(a.acc)
+        free_aligned(ranges)
+    record_scratch(used)
+    return used

@@ -1,0 +1,281 @@
+"""The conv2d filter gradient (TensorFlow ``Conv2DBackpropFilter``), as one unit.
+
+Here: the public function and its documentation, the validator (arguments ->
+a :class:`Call`), the CPU plan around the Cython kernel ``_filter_grad`` (C++ in
+``_ext/conv2d_filter_grad.cpp``), the GPU launcher (``filter_grad.cu``), the
+float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
+:class:`~convviz.ops._op.Op` record that ties them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from .._backends import cpu, cuda
+from ..errors import InvalidArgumentError
+from ..geometry import ConvGeometry
+from ..reference import groups, taps, to_nhwc
+from . import _filter_grad as kernel
+from ._docs import fill_doc
+from ._op import Op, random_values, window_arguments
+
+__all__ = ["conv2d_backprop_filter"]
+
+DTYPES = v.FLOAT_DTYPES
+
+
+@dataclass(frozen=True)
+class Call:
+    """A validated conv2d_backprop_filter call."""
+
+    geometry: ConvGeometry
+    input: np.ndarray
+    out_backprop: np.ndarray
+    dtype: np.dtype
+    n_threads: int
+
+
+def validate(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
+    op: str = "conv2d_backprop_filter", default_float: Any = np.float64, on_gpu: bool = False,
+) -> Call:
+    """Check every argument (see :func:`conv2d_backprop_filter`); build the geometry."""
+    input, out_backprop, dtype = v.tensor_pair(input, "input", out_backprop, op, DTYPES, default_float)
+    sizes = v.as_int_list(filter_sizes, "filter_sizes", op)
+    threads = v.resolve_n_threads(n_threads, op)
+    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
+
+    v.check_rank4(input, "input", op, window.data_format)
+    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
+    if len(sizes) != 4:
+        raise InvalidArgumentError(
+            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels / groups, "
+            f"out_channels], got {len(sizes)}: {list(sizes)}"
+        )
+    v.check_range(sizes, "filter_sizes", op, low=1)
+    batch, height, width, in_channels = v.spatial(input.shape, window)
+    group_count = v.groups_of(in_channels, sizes, op, "input")
+    kernel_h, kernel_w, _, out_channels = sizes
+    geometry = ConvGeometry.build(
+        batch=batch, input_hw=(height, width), in_channels=in_channels,
+        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
+        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
+        groups=group_count, data_format=window.data_format,
+    )
+    v.check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
+    v.check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
+    return Call(geometry, input, out_backprop, dtype, threads)
+
+
+# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+_kernel = kernel.filter_grad
+kernel_view = cpu.kernel_view
+
+
+class Plan:
+    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "col_ranges", "ints")
+
+    def __init__(self, call: Call) -> None:
+        g = call.geometry
+        self.shape = g.filter_shape
+        self.dtype = call.dtype
+        self.empty = call.out_backprop.size == 0 or call.input.size == 0
+        self.nchw = g.data_format == "NCHW"
+        self.code = cpu.TYPE_CODES[call.dtype]
+        self.f64 = call.dtype == np.float64
+        self.col_ranges = cpu.tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before, g.groups)
+
+    def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
+        result = np.empty(self.shape, dtype=self.dtype)
+        xv, dy = kernel_view(x), kernel_view(out_backprop)
+        if self.nchw:
+            xv, dy = xv.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
+        code = self.code
+        _kernel(xv, code, dy, code, result, code, self.col_ranges, *self.ints,
+                n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+        return result
+
+
+cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)))
+
+
+def run_on_gpu(call: Call) -> Any:
+    """Run the CUDA kernel (one thread per filter-gradient element); returns a CuPy array."""
+    cp = cuda.require_device("conv2d_backprop_filter")
+    g = call.geometry
+    nchw = g.data_format == "NCHW"
+    if call.out_backprop.size == 0 or call.input.size == 0:
+        return cp.zeros(g.filter_shape, dtype=call.dtype)
+    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
+    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
+    out, store = cuda.result_array(cp, g.filter_shape, call.dtype)
+    params = cuda.dense_params(g, x, dy, store)
+    p = cp.asarray(np.array(params, dtype=np.int64))
+    total = int(np.prod(g.filter_shape))
+    cuda.kernel(f"conv2d_filter_grad<{cuda.TYPE_CODES[call.dtype]}>")(
+        (cuda.blocks(total),), (cuda.THREADS,), (x, dy, store, p, np.int64(total)))
+    return out
+
+
+def flops(g: ConvGeometry) -> float:
+    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
+    oh, ow = g.output_hw
+    kh, kw = g.kernel_hw
+    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
+
+
+def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
+            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
+    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
+    geometry = ConvGeometry.build(
+        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
+        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
+    return (random_values(rng, geometry.input_shape, dtype), list(geometry.filter_shape),
+            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
+
+
+def reference(
+    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
+    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
+) -> np.ndarray:
+    """Float64 reference for :func:`conv2d_backprop_filter` (``convviz.reference.conv2d_backprop_filter``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz import reference
+    >>> reference.conv2d_backprop_filter(np.arange(9.).reshape(1, 3, 3, 1), [2, 2, 1, 1],
+    ...                                  np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[:, :, 0, 0]
+    array([[ 8., 12.],
+           [20., 24.]])
+    """
+    call = validate(input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+                    data_format, dilations, 1, op="reference.conv2d_backprop_filter")
+    g = call.geometry
+    x = to_nhwc(call.input.astype(np.float64), g.data_format)
+    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
+    dw = np.zeros(g.filter_shape)
+    for oh, ow, kh, kw, ih, iw in taps(g):
+        for ins, outs in groups(g):
+            # dw[kh, kw, ci, co] += sum_n x[n, ih, iw, ci] * dy[n, oh, ow, co]
+            dw[kh, kw, :, outs] += x[:, ih, iw, ins].T @ dy[:, oh, ow, outs]
+    return dw
+
+
+OP = Op(
+    name="conv2d_backprop_filter",
+    tf_name="Conv2DBackpropFilter",
+    args=("input", "filter_sizes", "out_backprop"),
+    tensors=("input", "out_backprop"),
+    result="filter gradient",
+    dtypes=DTYPES,
+    validate=validate,
+    plan=Plan,
+    run_gpu=run_on_gpu,
+    flops=flops,
+    kernel=kernel,
+    example=example,
+    reference=reference,
+    tf_attrs=("use_cudnn_on_gpu",),
+)
+
+
+@fill_doc
+def conv2d_backprop_filter(
+    input: Any,
+    filter_sizes: Sequence[int] | np.ndarray,
+    out_backprop: Any,
+    strides: Sequence[int],
+    padding: str,
+    explicit_paddings: Sequence[int] = (),
+    data_format: str = "NHWC",
+    dilations: Sequence[int] = (1, 1, 1, 1),
+    *,
+    n_threads: int | None = None,
+    device: str | None = None,
+) -> Any:
+    """Gradient of conv2d with respect to its filter (TensorFlow ``Conv2DBackpropFilter``).
+
+    Computes ``dL/dW`` for ``y = conv2d(input, W)`` given ``out_backprop = dL/dy``:
+    for each tap, the correlation of the input with the output gradient -- every
+    output cell adds the input cell that tap read, times its gradient.
+    Semantics are TensorFlow's for every padding, layout, stride, dilation, group
+    count and dtype.
+
+    Parameters
+    ----------
+    input : array_like
+        The convolution's input, 4-D in ``data_format`` order; float16,
+        bfloat16 (``ml_dtypes.bfloat16``), float32 or float64.
+    filter_sizes : sequence of 4 ints
+        ``[filter_height, filter_width, in_channels / groups, out_channels]``,
+        all at least 1.  The input depth may be any multiple of
+        ``filter_sizes[2]``: that is a grouped convolution.
+    out_backprop : array_like
+        Gradient with respect to the convolution's output, 4-D in
+        ``data_format`` order with ``out_channels`` channels; same dtype as
+        ``input``.  Its shape must equal the forward output shape the other
+        arguments imply.
+    %(strides)s
+    %(padding)s
+    %(explicit_paddings)s
+    %(data_format)s
+    %(dilations)s
+    %(n_threads)s
+        Each part of the filter sums its terms in one fixed order.
+    %(device)s
+
+    Returns
+    -------
+    numpy.ndarray
+        The filter gradient, HWIO with shape ``filter_sizes``, dtype of
+        ``input``.  Half types are accumulated in float32 and rounded once.
+
+    Raises
+    ------
+    %(raises)s
+
+    See Also
+    --------
+    conv2d : the forward pass.
+    conv2d_backprop_input : the gradient with respect to the input.
+    convviz.reference.conv2d_backprop_filter : the float64 NumPy reference.
+
+    Notes
+    -----
+    ``dW[kh, kw, ci, co] = sum over n, oh, ow of
+    input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*C_g + ci] * dy[n, oh, ow, co]``
+    with ``g = co // (out_channels / groups)`` and ``C_g = filter_sizes[2]``;
+    taps that land in the padding contribute nothing.
+
+    %(nonfinite)s
+
+    Examples
+    --------
+    With an all-ones input and output gradient, each weight's gradient counts
+    the output cells whose window puts that tap on a real (non-padding) pixel:
+
+    >>> import numpy as np
+    >>> import convviz
+    >>> dw = convviz.conv2d_backprop_filter(np.ones((1, 4, 4, 1)), [3, 3, 1, 1], np.ones((1, 4, 4, 1)),
+    ...                                     strides=[1, 1], padding="SAME")
+    >>> dw[:, :, 0, 0]
+    array([[ 9., 12.,  9.],
+           [12., 16., 12.],
+           [ 9., 12.,  9.]])
+    """
+    return OP.run(input, filter_sizes, out_backprop, strides, padding, explicit_paddings, data_format, dilations,
+                  n_threads, device=device)

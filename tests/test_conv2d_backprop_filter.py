@@ -1,0 +1,181 @@
+"""conv2d_backprop_filter (TensorFlow ``Conv2DBackpropFilter``): what is special about it.
+
+tests/test_every_op.py already runs its record against the float64 reference
+(every dtype, layout, padding, strides, dilations), across thread counts and
+SIMD variants, with NaN and Inf; here: known values, wide channel counts that
+take every tile shape, the adjoint identity with conv2d, determinism on a
+problem big enough for many tiles, its own errors, and TensorFlow / PyTorch when
+installed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from helpers import DTYPES, assert_close_to_reference
+
+import convviz
+from convviz import _openmp_info, reference
+from convviz._backends import cpu
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+ISAS = _openmp_info.available_isas()
+
+
+def _window(data_format, strides, dilations, padding, pads=(0, 0, 0, 0)):
+    def four(pair):
+        return [1, *pair, 1] if data_format == "NHWC" else [1, 1, *pair]
+
+    explicit = convviz.geometry.explicit_paddings(pads, data_format) if padding == "EXPLICIT" else []
+    return dict(strides=four(strides), padding=padding, explicit_paddings=explicit, data_format=data_format,
+                dilations=four(dilations))
+
+
+def test_known_values():
+    # dW[kh, kw] = sum over the 2x2 outputs of x[oh + kh, ow + kw] * dy[oh, ow].
+    x = np.arange(9.0).reshape(1, 3, 3, 1)
+    dy = np.array([[1.0, 0.0], [0.0, -1.0]]).reshape(1, 2, 2, 1)
+    dw = convviz.conv2d_backprop_filter(x, [2, 2, 1, 1], dy, [1, 1], "VALID")
+    np.testing.assert_array_equal(dw[:, :, 0, 0], [[-4.0, -4.0], [-4.0, -4.0]])
+    # Two groups: each output channel's weights see only their group's input channel.
+    x = np.stack([np.ones((3, 3)), 2 * np.ones((3, 3))], axis=-1)[None]
+    dw = convviz.conv2d_backprop_filter(x, [1, 1, 1, 2], np.ones((1, 3, 3, 2)), [1, 1], "VALID")
+    np.testing.assert_array_equal(dw[0, 0, 0], [9.0, 18.0])
+
+
+WIDE = [
+    # (N, H, W, C_in, C_out, groups, KH, KW): partial tiles of input channels, one- and
+    # two-vector blocks of output channels, groups, a pointwise and a 7-wide kernel.
+    (2, 9, 13, 16, 48, 1, 3, 3),
+    (1, 6, 17, 30, 40, 2, 3, 2),
+    (1, 11, 11, 3, 64, 1, 7, 7),
+    (3, 5, 5, 64, 24, 4, 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", WIDE)
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_wide_channels_on_every_simd_variant(case, data_format, dtype, rng):
+    n, h, w, cin, cout, groups, kh, kw = case
+    for padding, strides, dilations in [("SAME", (1, 1), (1, 1)), ("VALID", (2, 1), (1, 2)),
+                                        ("EXPLICIT", (1, 3), (2, 1))]:
+        g = convviz.ConvGeometry.build(batch=n, input_hw=(h, w), in_channels=cin, out_channels=cout,
+                                       kernel_hw=(kh, kw), strides=strides, dilations=dilations, padding=padding,
+                                       explicit_paddings=(2, 0, 1, 3), groups=groups, data_format=data_format)
+        if 0 in g.output_shape:
+            continue
+        x = rng.standard_normal(g.input_shape).astype(DTYPES[dtype])
+        dy = rng.standard_normal(g.output_shape).astype(DTYPES[dtype])
+        sizes = list(g.filter_shape)
+        kwargs = _window(data_format, strides, dilations, padding, (2, 0, 1, 3))
+        exact = reference.conv2d_backprop_filter(x, sizes, dy, **kwargs)
+        bound = reference.conv2d_backprop_filter(np.abs(x.astype(np.float64)), sizes,
+                                                 np.abs(dy.astype(np.float64)), **kwargs)
+        for isa in ISAS:
+            with cpu.use_isa(isa):
+                got = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
+            assert got.dtype == DTYPES[dtype] and got.shape == tuple(sizes)
+            assert_close_to_reference(got, exact, bound, dtype)
+
+
+def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
+    x = rng.standard_normal((4, 20, 20, 40)).astype(np.float32)
+    dy = rng.standard_normal((4, 20, 20, 72)).astype(np.float32)
+    results = [convviz.conv2d_backprop_filter(x, [3, 3, 40, 72], dy, [1, 1], "SAME", n_threads=t)
+               for t in (1, 2, 3, 7)]
+    assert all(r.tobytes() == results[0].tobytes() for r in results[1:])
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID", "EXPLICIT"])
+def test_adjoint_of_conv2d(data_format, padding, rng):
+    """<conv2d(x, W), dy> == <W, conv2d_backprop_filter(x, dy)>: linear in W, and the kernel is its transpose."""
+    for strides, dilations, groups in [((1, 1), (1, 1), 1), ((2, 3), (1, 2), 2), ((3, 1), (2, 2), 3)]:
+        g = convviz.ConvGeometry.build(batch=2, input_hw=(11, 10), in_channels=6, out_channels=6,
+                                       kernel_hw=(3, 2), strides=strides, dilations=dilations, padding=padding,
+                                       explicit_paddings=(1, 2, 0, 1), groups=groups, data_format=data_format)
+        x = rng.standard_normal(g.input_shape)
+        filt = rng.standard_normal(g.filter_shape)
+        dy = rng.standard_normal(g.output_shape)
+        kwargs = _window(data_format, strides, dilations, padding, (1, 2, 0, 1))
+        forward = np.vdot(convviz.conv2d(x, filt, **kwargs), dy)
+        backward = np.vdot(filt, convviz.conv2d_backprop_filter(x, list(g.filter_shape), dy, **kwargs))
+        assert forward == pytest.approx(backward, rel=1e-12, abs=1e-12)
+
+
+def test_its_own_errors():
+    x = np.ones((1, 5, 5, 6), np.float32)
+    dy = np.ones((1, 5, 5, 4), np.float32)
+    with pytest.raises(convviz.InvalidArgumentError, match=r"^conv2d_backprop_filter: filter_sizes must have 4"):
+        convviz.conv2d_backprop_filter(x, [3, 3, 6], dy, [1, 1], "SAME")
+    with pytest.raises(convviz.InvalidArgumentError, match=r"^conv2d_backprop_filter: input depth \(6, from "
+                                                           r"input\) must be a positive multiple"):
+        convviz.conv2d_backprop_filter(x, [3, 3, 4, 4], dy, [1, 1], "SAME")
+    with pytest.raises(convviz.InvalidArgumentError, match=r"^conv2d_backprop_filter: out_backprop must have "
+                                                           r"shape \(1, 5, 5, 8\)"):
+        convviz.conv2d_backprop_filter(x, [3, 3, 6, 8], dy, [1, 1], "SAME")
+    with pytest.raises(convviz.InvalidArgumentError, match=r"^conv2d_backprop_filter: filter_sizes"):
+        convviz.conv2d_backprop_filter(x, [3, 0, 6, 4], dy, [1, 1], "SAME")
+    with pytest.raises(TypeError, match=r"^conv2d_backprop_filter: .*int32"):
+        convviz.conv2d_backprop_filter(x.astype(np.int32), [3, 3, 6, 4], dy.astype(np.int32), [1, 1], "SAME")
+    # No output cell: the gradient is an empty sum.
+    dw = convviz.conv2d_backprop_filter(np.ones((0, 5, 5, 6)), [3, 3, 6, 4], np.ones((0, 5, 5, 4)), [1, 1], "SAME")
+    assert dw.shape == (3, 3, 6, 4) and not dw.any()
+
+
+# -- peers, when installed -----------------------------------------------------
+PEER_CASES = [
+    # (N, H, W, C_in, C_out, groups, KH, KW, sh, sw, dh, dw, padding, explicit (t, b, l, r))
+    (2, 7, 8, 3, 4, 1, 3, 3, 1, 1, 1, 1, "SAME", None),
+    (2, 9, 8, 6, 4, 2, 3, 2, 2, 2, 1, 1, "SAME", None),
+    (1, 12, 11, 4, 6, 1, 3, 3, 1, 1, 2, 2, "SAME", None),
+    (1, 9, 9, 2, 5, 1, 3, 3, 2, 1, 1, 1, "VALID", None),
+    (1, 8, 7, 4, 8, 4, 3, 3, 1, 2, 1, 1, "EXPLICIT", (2, 0, 1, 3)),
+    (2, 14, 14, 32, 32, 1, 3, 3, 2, 2, 1, 1, "SAME", None),
+]
+
+
+def _peer_arrays(case, dtype, rng):
+    n, h, w, cin, cout, groups, kh, kw, sh, sw, dh, dw, padding, pads = case
+    g = convviz.ConvGeometry.build(batch=n, input_hw=(h, w), in_channels=cin, out_channels=cout,
+                                   kernel_hw=(kh, kw), strides=(sh, sw), dilations=(dh, dw), padding=padding,
+                                   explicit_paddings=pads or (0, 0, 0, 0), groups=groups)
+    return g, rng.standard_normal(g.input_shape).astype(dtype), rng.standard_normal(g.output_shape).astype(dtype)
+
+
+@pytest.mark.parametrize("case", PEER_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_agrees_with_tensorflow(case, dtype, rng):
+    tf = pytest.importorskip("tensorflow")
+    *_, sh, sw, dh, dw, padding, pads = case
+    g, x, dy = _peer_arrays(case, dtype, rng)
+    kwargs = _window("NHWC", (sh, sw), (dh, dw), padding, pads or (0, 0, 0, 0))
+    try:
+        expected = tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=list(g.filter_shape), out_backprop=dy,
+                                                   **kwargs).numpy()
+    except Exception as error:  # TensorFlow's CPU kernel refuses some dilated/grouped float64 cases
+        pytest.skip(f"TensorFlow refuses this case: {type(error).__name__}")
+    got = convviz.compat.tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=list(g.filter_shape),
+                                                         out_backprop=dy, **kwargs)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("case", PEER_CASES)
+def test_agrees_with_pytorch(case, rng):
+    torch = pytest.importorskip("torch")
+    n, h, w, cin, cout, groups, kh, kw, sh, sw, dh, dw, padding, pads = case
+    g, x, dy = _peer_arrays(case, np.float64, rng)
+    # PyTorch pads symmetrically: pad explicitly to TensorFlow's split, then take VALID's gradient.
+    padded = np.pad(x, ((0, 0), (g.rows.pad_before, g.rows.pad_after), (g.cols.pad_before, g.cols.pad_after),
+                        (0, 0)))
+    xt = torch.from_numpy(padded.transpose(0, 3, 1, 2).copy())
+    expected = torch.nn.grad.conv2d_weight(
+        xt, (cout, cin // groups, kh, kw), torch.from_numpy(dy.transpose(0, 3, 1, 2).copy()),
+        stride=(sh, sw), dilation=(dh, dw), groups=groups).numpy().transpose(2, 3, 1, 0)
+    got = convviz.conv2d_backprop_filter(x, list(g.filter_shape), dy,
+                                         **_window("NHWC", (sh, sw), (dh, dw), padding, pads or (0, 0, 0, 0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
