@@ -8,8 +8,13 @@ fastest peer, convviz's 1-thread time and 2-thread scaling, and convviz's peak
 memory beyond its inputs and output.  Peers that are not installed, or that
 refuse a case, are reported as such.
 
-FLOP counts: ``2*N*OH*OW*C_out*KH*KW*C_in/groups`` for the input gradient and
-``2*N*OH*OW*C*M*KH*KW`` for the depthwise filter gradient.
+The benchmark is driven by the op records (:data:`convviz.ops.OPS`): a case
+names its op and its geometry; the op's arguments are built from the geometry
+by name (:data:`ARGUMENTS`), convviz runs through the record, TensorFlow
+through ``tf.raw_ops.<tf_name>`` and the FLOP count is the record's
+``flops(geometry)``.  Only PyTorch, whose API differs per op, needs one small
+function per op (:data:`TORCH_CALLS`).  To benchmark a new op: a few cases in
+:data:`CASES`, and its PyTorch function.
 """
 
 from __future__ import annotations
@@ -29,39 +34,70 @@ import ml_dtypes
 import numpy as np
 
 from .errors import DeviceError
+from .geometry import ConvGeometry
+from .ops import BY_NAME, Op
+from .ops._op import random_values, window_arguments
 
-INPUT_GRAD = "conv2d_backprop_input"
-DEPTHWISE_FILTER_GRAD = "depthwise_conv2d_native_backprop_filter"
 DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+PADDING = "SAME"  # every case's padding (PyTorch's calls below rely on it)
+# The CPU flags machine_description() reports: the SIMD and matrix extensions
+# that decide which kernels convviz and the peers' oneDNN can run.
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16")
 
 
 @dataclass(frozen=True)
 class Case:
-    """One benchmark case (float32, NHWC, SAME unless stated)."""
+    """One benchmark case (float32, NHWC, SAME unless stated).
+
+    ``op`` is the record's name (a key of :data:`convviz.ops.BY_NAME`); the
+    sizes describe the convolution whatever the op computes of it, so
+    ``c_out_or_mult`` is the output depth, or the channel multiplier of a
+    depthwise op.
+    """
 
     name: str
-    op: str  # the op's public name (a key of convviz.ops.BY_NAME)
+    op: str
     n: int
     h: int
     w: int
     c_in: int
-    c_out_or_mult: int  # C_out for the input gradient, channel multiplier for the depthwise filter gradient
+    c_out_or_mult: int
     k: int
     stride: int
     dilation: int
     dtype: str = "float32"
     data_format: str = "NHWC"
 
+    def __post_init__(self) -> None:
+        if self.op not in BY_NAME:  # fail at import, not halfway through a run
+            raise ValueError(f"bench case {self.name}: no op {self.op!r}; choose from {sorted(BY_NAME)}")
+
+    @property
+    def record(self) -> Op:
+        return BY_NAME[self.op]
+
+    @property
+    def depthwise(self) -> bool:
+        # TensorFlow names every depthwise op "Depthwise...": their filters are [KH, KW, C, multiplier].
+        return self.op.startswith("depthwise")
+
+    @property
+    def geometry(self) -> ConvGeometry:
+        out_channels = self.c_in * self.c_out_or_mult if self.depthwise else self.c_out_or_mult
+        return ConvGeometry.build(
+            batch=self.n, input_hw=(self.h, self.w), in_channels=self.c_in, out_channels=out_channels,
+            kernel_hw=(self.k, self.k), strides=(self.stride, self.stride),
+            dilations=(self.dilation, self.dilation), padding=PADDING, depthwise=self.depthwise,
+            data_format=self.data_format)
+
     @property
     def out_hw(self) -> tuple[int, int]:
-        return -(-self.h // self.stride), -(-self.w // self.stride)
+        return self.geometry.output_hw
 
     @property
     def flops(self) -> float:
-        oh, ow = self.out_hw
-        if self.op == INPUT_GRAD:
-            return 2.0 * self.n * oh * ow * self.c_out_or_mult * self.k * self.k * self.c_in
-        return 2.0 * self.n * oh * ow * self.c_in * self.c_out_or_mult * self.k * self.k
+        return self.record.flops(self.geometry)
 
     @property
     def label(self) -> str:
@@ -69,15 +105,24 @@ class Case:
         return f"{self.name} {self.n},{self.h},{self.w},{self.c_in},{self.c_out_or_mult},{self.k},{self.stride},{self.dilation}{extra}"
 
 
-def _bpi(name, *dims, **kw):
-    return Case(name, INPUT_GRAD, *dims, **kw)
+def _cases_of(op: str) -> Callable[..., Case]:
+    """``make(name, n, h, w, c_in, c_out_or_mult, k, stride, dilation, **options)`` for ``op``'s cases."""
+    def make(name: str, *sizes: Any, **options: Any) -> Case:
+        return Case(name, op, *sizes, **options)
+    return make
 
 
-def _dwf(name, *dims, **kw):
-    return Case(name, DEPTHWISE_FILTER_GRAD, *dims, **kw)
-
+_fwd = _cases_of("conv2d")
+_bpi = _cases_of("conv2d_backprop_input")
+_dwf = _cases_of("depthwise_conv2d_native_backprop_filter")
 
 CASES = [
+    _fwd("fwd_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
+    _fwd("fwd_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
+    _fwd("fwd_stride2", 8, 28, 28, 128, 256, 3, 2, 1),
+    _fwd("fwd_stem", 4, 224, 224, 3, 64, 7, 2, 1),
+    _fwd("fwd_pointwise", 8, 28, 28, 256, 256, 1, 1, 1),  # MobileNet's 1x1 convolution
+    _fwd("fwd_late", 8, 7, 7, 512, 512, 3, 1, 1),
     _bpi("bpi_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
     _bpi("bpi_cifar", 8, 32, 32, 16, 32, 3, 1, 1),
     _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
@@ -112,38 +157,41 @@ class Result:
 
 
 # -- data and callables ----------------------------------------------------------
-def _data(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    dtype = DTYPES[case.dtype]
-    oh, ow = case.out_hw
-    if case.op == INPUT_GRAD:
-        filt = rng.standard_normal((case.k, case.k, case.c_in, case.c_out_or_mult)).astype(dtype)
-        dy = rng.standard_normal((case.n, oh, ow, case.c_out_or_mult)).astype(dtype)
-        return {"filter": filt, "dy": dy}
-    x = rng.standard_normal((case.n, case.h, case.w, case.c_in)).astype(dtype)
-    dy = rng.standard_normal((case.n, oh, ow, case.c_in * case.c_out_or_mult)).astype(dtype)
-    return {"x": x, "dy": dy}
+class NoPeerCall(LookupError):
+    """A peer has no call for the case's op (reported in the table, unlike a peer's error)."""
 
 
-def _four(case: Case, value: int) -> list[int]:
-    return [1, value, value, 1] if case.data_format == "NHWC" else [1, 1, value, value]
+#: How each argument of an op is made from the case's geometry: a shape gives a
+#: random tensor of that shape, a ``list`` the shape itself.  The names are
+#: TensorFlow's and mean the same in every op.
+ARGUMENTS: dict[str, tuple[type, Callable[[ConvGeometry], tuple[int, ...]]]] = {
+    "input": (np.ndarray, lambda g: g.input_shape),
+    "filter": (np.ndarray, lambda g: g.filter_shape),
+    "out_backprop": (np.ndarray, lambda g: g.output_shape),
+    "input_sizes": (list, lambda g: g.input_shape),
+    "filter_sizes": (list, lambda g: g.filter_shape),
+}
 
 
-def _to_layout(case: Case, array: Any) -> Any:
-    if case.data_format == "NHWC":
-        return array
-    moved = array.transpose(0, 3, 1, 2)
-    return moved.copy() if hasattr(moved, "device") else np.ascontiguousarray(moved)
+def _data(case: Case, rng: np.random.Generator) -> dict[str, Any]:
+    """The op's arguments, by name (tensors in the case's data format, as every implementation gets them)."""
+    geometry, data = case.geometry, {}
+    for name in case.record.args:
+        if name not in ARGUMENTS:
+            raise KeyError(f"bench: {case.op} takes {name!r}, which ARGUMENTS does not know how to build")
+        kind, shape_of = ARGUMENTS[name]
+        shape = shape_of(geometry)
+        data[name] = random_values(rng, shape, DTYPES[case.dtype]) if kind is np.ndarray else list(shape)
+    return data
 
 
-def convviz_call(case: Case, data: dict[str, np.ndarray], n_threads: int | None,
+def convviz_call(case: Case, data: dict[str, Any], n_threads: int | None,
                  device: str = "cpu") -> Callable[[], Any]:
-    import convviz
-
-    strides, dilations = _four(case, case.stride), _four(case, case.dilation)
+    op = case.record
     if device == "gpu":  # the same op on CuPy arrays, timed to completion on the device
         import cupy as cp
 
-        gpu = {k: cp.asarray(v) for k, v in data.items()}
+        gpu = {k: cp.asarray(v) if k in op.tensors else v for k, v in data.items()}
         call = convviz_call(case, gpu, None)
 
         def timed() -> Any:
@@ -151,72 +199,124 @@ def convviz_call(case: Case, data: dict[str, np.ndarray], n_threads: int | None,
             cp.cuda.runtime.deviceSynchronize()
             return out
         return timed
-    dy = _to_layout(case, data["dy"])
-    if case.op == INPUT_GRAD:
-        sizes = [case.n, case.h, case.w, case.c_in] if case.data_format == "NHWC" else [case.n, case.c_in, case.h, case.w]
-        filt = data["filter"]
-        return lambda: convviz.conv2d_backprop_input(sizes, filt, dy, strides, "SAME", (), case.data_format,
-                                                     dilations, n_threads=n_threads)
-    x = _to_layout(case, data["x"])
-    sizes = [case.k, case.k, case.c_in, case.c_out_or_mult]
-    return lambda: convviz.depthwise_conv2d_native_backprop_filter(x, sizes, dy, strides, "SAME", (), case.data_format,
-                                                                   dilations, n_threads=n_threads)
+    # Positional through the record, as the public function calls it: plain
+    # lists and strings keep the call on the plan cache's fast path.
+    args = (*(data[name] for name in op.args), *window_arguments(case.geometry, PADDING), n_threads)
+    return lambda: op.run(*args)
 
 
-def tensorflow_call(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
+def tensorflow_call(case: Case, data: dict[str, Any]) -> Callable[[], Any]:
+    """``tf.raw_ops.<tf_name>`` with the op's arguments and TensorFlow's 4-value window, by keyword."""
     import tensorflow as tf
 
-    strides, dilations = _four(case, case.stride), _four(case, case.dilation)
-    dy = tf.constant(_to_layout(case, data["dy"]))
-    if case.op == INPUT_GRAD:
-        sizes = [case.n, case.h, case.w, case.c_in] if case.data_format == "NHWC" else [case.n, case.c_in, case.h, case.w]
-        filt = tf.constant(data["filter"])
-        return lambda: tf.raw_ops.Conv2DBackpropInput(
-            input_sizes=sizes, filter=filt, out_backprop=dy, strides=strides, padding="SAME",
-            data_format=case.data_format, dilations=dilations).numpy()
-    x = tf.constant(_to_layout(case, data["x"]))
-    sizes = [case.k, case.k, case.c_in, case.c_out_or_mult]
-    return lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
-        input=x, filter_sizes=sizes, out_backprop=dy, strides=strides, padding="SAME",
-        data_format=case.data_format, dilations=dilations).numpy()
+    op = case.record
+    if op.tf_name is None:
+        raise NoPeerCall("no TensorFlow op")
+    raw_op = getattr(tf.raw_ops, op.tf_name)
+    strides, padding, explicit_paddings, data_format, dilations = window_arguments(case.geometry, PADDING)
+    keywords = {name: tf.constant(value) if name in op.tensors else value for name, value in data.items()}
+    keywords.update(strides=strides, padding=padding, explicit_paddings=explicit_paddings,
+                    data_format=data_format, dilations=dilations)
+    return lambda: raw_op(**keywords).numpy()
 
 
-def torch_call(case: Case, data: dict[str, np.ndarray], device: str = "cpu") -> Callable[[], Any]:
-    """PyTorch's native NCHW convolution backward on the same values.
+@dataclass
+class TorchCase:
+    """A case in PyTorch's terms: NCHW tensors, channels-last in memory when the case is NHWC
+    (so PyTorch runs its oneDNN channels-last kernels, as TensorFlow and convviz get NHWC),
+    contiguous NCHW when the case is NCHW."""
 
-    PyTorch pads symmetrically; with SAME's odd extra row it computes on a
-    window shifted by one pixel -- the same amount of work, slightly different
-    numbers, which is all a timing needs.
-    """
+    case: Case
+    data: dict[str, Any]
+    torch: Any
+    device: str  # "cpu" or "cuda"
+
+    @property
+    def dtype(self) -> Any:
+        return getattr(self.torch, self.case.dtype)
+
+    @property
+    def stride(self) -> list[int]:
+        return [self.case.stride] * 2
+
+    @property
+    def dilation(self) -> list[int]:
+        return [self.case.dilation] * 2
+
+    @property
+    def symmetric_pad(self) -> list[int]:
+        """PyTorch pads symmetrically: with SAME's odd extra row it computes on a
+        window shifted by one pixel -- the same work, slightly different numbers,
+        which is all a timing needs (and the output size is the same)."""
+        return [((self.case.k - 1) * self.case.dilation) // 2] * 2
+
+    def _laid_out(self, t: Any) -> Any:
+        return t.contiguous(memory_format=self.torch.channels_last) if self.case.data_format == "NHWC" else t
+
+    def _tensor(self, array: np.ndarray) -> Any:
+        # Through float32: from_numpy knows no bfloat16.
+        return self.torch.from_numpy(np.ascontiguousarray(array).astype(np.float32)).to(self.device, self.dtype)
+
+    def activation(self, name: str) -> Any:
+        """The argument ``name`` (an input or output of the convolution) as NCHW."""
+        array = self.data[name]
+        return self._laid_out(self._tensor(array.transpose(0, 3, 1, 2) if self.case.data_format == "NHWC" else array))
+
+    def weight(self, name: str = "filter") -> Any:
+        """The filter argument ``name``, TensorFlow's HWIO, as PyTorch's OIHW."""
+        return self._laid_out(self._tensor(self.data[name].transpose(3, 2, 0, 1)))
+
+    def empty(self, shape: tuple[int, ...], laid_out: bool = True) -> Any:
+        """A tensor that only lends its shape (and memory format) to an aten call."""
+        t = self.torch.empty(shape, dtype=self.dtype, device=self.device)
+        return self._laid_out(t) if laid_out else t
+
+
+def _torch_conv2d(t: TorchCase) -> Callable[[], Any]:
+    """``torch.nn.functional.conv2d``; an odd SAME padding is padded first, inside the timed call,
+    since TensorFlow's result needs it."""
+    conv, pad = t.torch.nn.functional.conv2d, t.torch.nn.functional.pad
+    x, weight = t.activation("input"), t.weight("filter")
+    top, bottom, left, right = t.case.geometry.pads
+    stride, dilation = t.stride, t.dilation
+    if (top, left) == (bottom, right):
+        return lambda: conv(x, weight, None, stride, [top, left], dilation)
+    return lambda: conv(pad(x, (left, right, top, bottom)), weight, None, stride, 0, dilation)
+
+
+def _torch_conv2d_backprop_input(t: TorchCase) -> Callable[[], Any]:
+    """aten's convolution backward, input gradient only; the input tensor only lends shape and layout."""
+    dy, weight = t.activation("out_backprop"), t.weight("filter")
+    c = t.case
+    x_meta = t.empty((c.n, c.c_in, c.h, c.w))
+    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
+    return lambda: backward(dy, x_meta, weight, None, stride, pad, dilation, False, [0, 0], 1, [True, False, False])[0]
+
+
+def _torch_depthwise_conv2d_native_backprop_filter(t: TorchCase) -> Callable[[], Any]:
+    """aten's convolution backward with one group per channel, filter gradient only."""
+    x, dy = t.activation("input"), t.activation("out_backprop")
+    c = t.case
+    weight = t.empty((c.c_in * c.c_out_or_mult, 1, c.k, c.k), laid_out=False)
+    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
+    return lambda: backward(dy, x, weight, None, stride, pad, dilation, False, [0, 0], c.c_in, [False, True, False])[1]
+
+
+#: PyTorch's call for each op (by record name): its API differs per op.
+TORCH_CALLS: dict[str, Callable[[TorchCase], Callable[[], Any]]] = {
+    "conv2d": _torch_conv2d,
+    "conv2d_backprop_input": _torch_conv2d_backprop_input,
+    "depthwise_conv2d_native_backprop_filter": _torch_depthwise_conv2d_native_backprop_filter,
+}
+
+
+def torch_call(case: Case, data: dict[str, Any], device: str = "cpu") -> Callable[[], Any]:
+    """PyTorch's native convolution (:data:`TORCH_CALLS`) on the same values; on the GPU, timed to completion."""
+    if case.op not in TORCH_CALLS:
+        raise NoPeerCall("no PyTorch call (bench.TORCH_CALLS)")
     import torch
 
-    dtype = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-             "bfloat16": torch.bfloat16}[case.dtype]
-
-    where = "cuda" if device == "gpu" else "cpu"
-
-    def tensor(array: np.ndarray) -> Any:
-        t = torch.from_numpy(np.ascontiguousarray(array.transpose(0, 3, 1, 2)).astype(np.float32)).to(where, dtype)
-        return t.contiguous(memory_format=torch.channels_last) if case.data_format == "NHWC" else t
-
-    pad = ((case.k - 1) * case.dilation) // 2
-    stride, dilation = [case.stride] * 2, [case.dilation] * 2
-    dy = tensor(data["dy"])
-    if case.op == INPUT_GRAD:
-        weight = torch.from_numpy(data["filter"].astype(np.float32).transpose(3, 2, 0, 1).copy()).to(where, dtype)
-        shape = (case.n, case.c_in, case.h, case.w)
-        x_meta = torch.empty(shape, dtype=dtype, device=where)
-        if case.data_format == "NHWC":
-            weight = weight.contiguous(memory_format=torch.channels_last)
-            x_meta = x_meta.contiguous(memory_format=torch.channels_last)
-        run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
-            dy, x_meta, weight, None, stride, [pad, pad], dilation, False, [0, 0], 1, [True, False, False])[0]
-    else:
-        x = tensor(data["x"])
-        channels = case.c_in
-        weight = torch.empty((channels * case.c_out_or_mult, 1, case.k, case.k), dtype=dtype, device=where)
-        run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
-            dy, x, weight, None, stride, [pad, pad], dilation, False, [0, 0], channels, [False, True, False])[1]
+    run = TORCH_CALLS[case.op](TorchCase(case, data, torch, "cuda" if device == "gpu" else "cpu"))
     if device != "gpu":
         return run
 
@@ -271,7 +371,7 @@ def _extra_memory(case: Case, data: dict[str, np.ndarray], threads: int) -> tupl
     out = call()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    kernel_scratch = BY_NAME[case.op].kernel.last_scratch_bytes()
+    kernel_scratch = case.record.kernel.last_scratch_bytes()
     return max(0, peak - out.nbytes) + kernel_scratch, out.nbytes
 
 
@@ -299,25 +399,39 @@ def _load_peers(wanted: list[str], threads: int) -> dict[str, str]:
     return status
 
 
+def _cpu_model_and_flags() -> tuple[str, set[str]]:
+    """The CPU's model name and feature flags (Linux's /proc/cpuinfo; elsewhere no flags)."""
+    model: str | None = None
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key == "model name" and model is None:
+                    model = value
+                elif key == "flags":
+                    flags = set(value.split())
+                    break  # the first core's lines are enough
+    except OSError:
+        pass
+    return model or platform.processor() or "unknown", flags
+
+
 def machine_description() -> dict[str, Any]:
+    """What the numbers were measured on: CPU model and ISA, cores, convviz's kernels, versions."""
     import convviz
     from convviz import _openmp_info
     from convviz._backends import cpu
 
-    model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    model, flags = _cpu_model_and_flags()
     return {
         "cpu": model,
+        # The CPU features that decide which kernels convviz and the peers (oneDNN) can use.
+        "isa": [flag for flag in ISA_FLAGS if flag in flags],
         "cores": os.cpu_count(),
         "convviz": convviz.__version__,
         "kernels": cpu.current_isa(),
+        "kernels_compiled": list(_openmp_info.available_isas()),
         "openmp": _openmp_info.openmp_enabled(),
         "python": sys.version.split()[0],
         "numpy": np.__version__,
@@ -340,9 +454,10 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
     peer_status = _load_peers(list(peers), threads)
     rng = np.random.default_rng(seed)
     results = []
-    for case in cases:
+    for number, case in enumerate(cases, 1):
+        step = f"[{number}/{len(cases)}] {case.label}"
         if progress:
-            progress(case.label)
+            progress(f"{step} ...")
         data = _data(case, rng)
         result = Result(case)
         calls: dict[str, Callable[[], Any]] = {"convviz": convviz_call(case, data, threads, device)}
@@ -355,6 +470,8 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
                 call = makers[name](case, data)
                 call()
                 calls[name] = call
+            except NoPeerCall as err:
+                result.notes[name] = str(err)
             except Exception as err:  # the peer refuses this case
                 result.notes[name] = f"error: {str(err).splitlines()[0][:80]}"
         if scaling:
@@ -365,6 +482,10 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
         if device == "cpu":
             result.extra_bytes, result.output_bytes = _extra_memory(case, data, threads)
         results.append(result)
+        if progress:
+            progress(f"{step}: " + ", ".join(
+                f"{name} {_ms(t)} ms" if t else f"{name} {result.notes.get(name, '-')}"
+                for name, t in result.times.items()))
     info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device}
     if device == "gpu":
         from ._backends import cuda
@@ -436,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         except DeviceError as err:
             parser.error(str(err))
     results, info = run(cases, threads=args.threads, peers=peers, device=args.device,
-                        progress=lambda label: print(f"  timing {label} ...", file=sys.stderr), **rounds)
+                        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True), **rounds)
     machine = info["machine"]
     if args.device == "gpu":
         print(f"\nconvviz {machine['convviz']} on {', '.join(info['gpu'].get('gpu', ['?']))} "
@@ -444,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"\nconvviz {machine['convviz']} ({machine['kernels']} kernels, OpenMP "
               f"{'on' if machine['openmp'] else 'off'}), {args.threads} threads on {machine['cpu']} "
-              f"({machine['cores']} cores)")
+              f"({machine['cores']} cores; {' '.join(machine['isa']) or 'ISA unknown'})")
     for name, version in info["peers"].items():
         print(f"  {name}: {version}")
     print()

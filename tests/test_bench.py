@@ -1,0 +1,134 @@
+"""The speed benchmark (``convviz bench``): its cases, the calls it builds from the op
+records, its progress, table and JSON.  No timing is asserted: speed claims come from
+running the benchmark, not from tests; the peers' checks skip when they are absent."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from convviz import bench
+from convviz.cli import main
+from convviz.ops import BY_NAME, OPS
+from convviz.ops._op import window_arguments
+
+TINY = ["fwd_tiny", "bpi_tiny", "dwf_tiny"]
+
+
+def _small_cases() -> list[bench.Case]:
+    """Each benchmarked op on a small geometry with everything that changes the arguments:
+    odd SAME padding, unequal-sized sides, stride, dilation, a multiplier, both layouts."""
+    ops = sorted({case.op for case in bench.CASES})
+    return [bench.Case(f"small_{data_format}", op, 2, 7, 6, 3, 2, 3, stride, dilation, data_format=data_format)
+            for op in ops for data_format in ("NHWC", "NCHW") for stride, dilation in ((1, 1), (2, 2))]
+
+
+small = pytest.mark.parametrize("case", _small_cases(), ids=lambda c: f"{c.op}-{c.data_format}-s{c.stride}")
+
+
+def test_every_case_names_an_op_whose_arguments_the_benchmark_can_build():
+    names = {op.name for op in OPS}
+    for case in bench.CASES:
+        assert case.op in names, case.label
+        assert set(case.record.args) <= set(bench.ARGUMENTS), case.label
+        assert case.op in bench.TORCH_CALLS, f"{case.op}: PyTorch's call is missing from bench.TORCH_CALLS"
+    assert len({case.label for case in bench.CASES}) == len(bench.CASES)  # every row tells its case apart
+    with pytest.raises(ValueError, match="no op 'conv3d'"):
+        bench.Case("x", "conv3d", 1, 8, 8, 3, 8, 3, 1, 1)
+
+
+def test_conv2d_cases_and_the_kept_labels():
+    forward = {case.name: case for case in bench.CASES if case.op == "conv2d"}
+    assert {name: case.label.split()[1] for name, case in forward.items()} == {
+        "fwd_tiny": "1,8,8,3,8,3,1,1", "fwd_resnet": "8,56,56,64,64,3,1,1", "fwd_stride2": "8,28,28,128,256,3,2,1",
+        "fwd_stem": "4,224,224,3,64,7,2,1", "fwd_pointwise": "8,28,28,256,256,1,1,1", "fwd_late": "8,7,7,512,512,3,1,1"}
+    labels = [case.label for case in bench.CASES]
+    assert "bpi_dilated 4,64,64,32,32,3,1,2 [float16, NHWC]" in labels  # BENCHMARKS.md quotes these
+    assert "dwf_mobilenet 8,56,56,64,1,3,1,1 [float32, NCHW]" in labels
+
+
+def test_flops_come_from_the_records():
+    by_name = {case.name: case for case in bench.CASES if case.dtype == "float32" and case.data_format == "NHWC"}
+    assert by_name["fwd_stem"].flops == 2.0 * 4 * 112 * 112 * 64 * 7 * 7 * 3
+    assert by_name["bpi_stride2"].flops == 2.0 * 8 * 28 * 28 * 128 * 3 * 3 * 64
+    assert by_name["dwf_mult2"].flops == 2.0 * 4 * 32 * 32 * 32 * 2 * 3 * 3
+    for case in bench.CASES:
+        assert case.flops == BY_NAME[case.op].flops(case.geometry)
+
+
+@small
+def test_the_built_call_is_the_op_on_the_cases_geometry(case, rng):
+    data = bench._data(case, rng)
+    assert list(data) == list(case.record.args)
+    args = [data[name] for name in case.record.args]
+    got = bench.convviz_call(case, data, 2)()
+    expected = case.record.reference(*args, *window_arguments(case.geometry, "SAME"))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert got.shape == {"conv2d": case.geometry.output_shape, "conv2d_backprop_input": case.geometry.input_shape,
+                         "depthwise_conv2d_native_backprop_filter": case.geometry.filter_shape}[case.op]
+
+
+@small
+def test_tensorflow_computes_the_same(case, rng):
+    pytest.importorskip("tensorflow")
+    if case.op == "depthwise_conv2d_native_backprop_filter" and case.dilation > 1:
+        pytest.skip("TensorFlow's CPU kernel ignores dilations there (wrong values, see BENCHMARKS.md)")
+    data = bench._data(case, rng)
+    np.testing.assert_allclose(bench.tensorflow_call(case, data)(), bench.convviz_call(case, data, 2)(),
+                               rtol=1e-4, atol=1e-4)
+
+
+@small
+def test_pytorch_computes_the_same_where_same_padding_is_symmetric(case, rng):
+    pytest.importorskip("torch")
+    data = bench._data(case, rng)
+    got = bench.torch_call(case, data)().detach().numpy()
+    ours = bench.convviz_call(case, data, 2)()
+    if case.op == "depthwise_conv2d_native_backprop_filter":  # [C*M, 1, KH, KW] -> [KH, KW, C, M]
+        got = got[:, 0].transpose(1, 2, 0).reshape(ours.shape)
+    elif case.data_format == "NHWC":
+        got = got.transpose(0, 2, 3, 1)
+    assert got.shape == ours.shape
+    top, bottom, left, right = case.geometry.pads
+    if case.op == "conv2d" or (top, left) == (bottom, right):  # else PyTorch's window is shifted (see TorchCase)
+        np.testing.assert_allclose(got, ours, rtol=1e-4, atol=1e-4)
+
+
+def test_a_peer_without_a_call_for_the_op_is_noted(monkeypatch):
+    monkeypatch.setattr(bench, "_load_peers", lambda wanted, threads: {"torch": "test"})
+    monkeypatch.setattr(bench, "TORCH_CALLS", {})
+    cases = [case for case in bench.CASES if case.name == "fwd_tiny"]
+    results, _ = bench.run(cases, peers=("torch",), min_seconds=0, min_rounds=1, max_rounds=1, scaling=False)
+    assert results[0].notes == {"torch": "no PyTorch call (bench.TORCH_CALLS)"}
+    assert "no PyTorch call" in bench.table(results, ("torch",))
+
+
+def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--no-peers", "--only", ",".join(TINY), "--json", str(path)]) == 0
+    out, err = capsys.readouterr()
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "_tiny " in line]
+    assert [row.split()[1] for row in rows] == TINY  # one row per case, in CASES order
+    for row in rows:
+        assert len(row.strip("|").split("|")) == 9 and row.split("|")[2].strip() != "-"  # convviz was timed
+    for number, name in enumerate(TINY, 1):  # a line when each case starts and when it is done
+        assert f"[{number}/3] {name} " in err and "..." in err
+        assert any(line.strip().startswith(f"[{number}/3] {name} ") and ": convviz " in line
+                   for line in err.splitlines())
+    payload = json.loads(path.read_text())
+    machine = payload["info"]["machine"]
+    assert {"cpu", "isa", "cores", "kernels", "kernels_compiled", "openmp"} <= set(machine)
+    assert isinstance(machine["isa"], list) and set(machine["isa"]) <= set(bench.ISA_FLAGS)
+    assert machine["cpu"] in out and machine["kernels"] in out
+    assert [(r["name"], r["op"]) for r in payload["results"]] == [
+        ("fwd_tiny", "conv2d"), ("bpi_tiny", "conv2d_backprop_input"),
+        ("dwf_tiny", "depthwise_conv2d_native_backprop_filter")]
+    assert all(r["times"]["convviz"] > 0 and r["flops"] > 0 for r in payload["results"])
+
+
+def test_unknown_case_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "--only", "fwd_tiny,no_such_case"])
+    assert info.value.code == 2 and "unknown case(s) ['no_such_case']" in capsys.readouterr().err
