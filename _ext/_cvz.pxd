@@ -11,6 +11,11 @@ cdef extern from "cvz_common.hpp" namespace "cvz" nogil:
     void* alloc_zeroed(size_t bytes)
     void free_aligned(void* p)
 
+    # What every dense op's argument struct derives from (cvz_common.hpp).
+    cdef cppclass ConvDims:
+        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
+        idx sh, sw, dh, dw, pt, pl
+
 cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     int isa_best()
     bint isa_compiled(int isa)
@@ -28,6 +33,17 @@ cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:
     cdef idx itemsize = cnp.PyArray_ITEMSIZE(array)
     for d in range(4):
         out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
+
+
+cdef inline void conv_dims(ConvDims* d, cnp.ndarray inputs, cnp.ndarray outputs, idx kernel_h, idx kernel_w,
+                           idx cin_g, idx groups, idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top,
+                           idx pad_left) noexcept:
+    """Fill a kernel's sizes and window: ``inputs`` is input-shaped [N, H, W, C_in] and
+    ``outputs`` output-shaped [N, OH, OW, C_out] (logical NHWC, whichever arrays the op has)."""
+    d.N, d.H, d.W, d.Cin = inputs.shape[0], inputs.shape[1], inputs.shape[2], inputs.shape[3]
+    d.OH, d.OW, d.Cout = outputs.shape[1], outputs.shape[2], outputs.shape[3]
+    d.KH, d.KW, d.G, d.cin_g, d.cout_g = kernel_h, kernel_w, groups, cin_g, d.Cout // groups
+    d.sh, d.sw, d.dh, d.dw, d.pt, d.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
 
 
 cdef inline int threads_for(double work, double min_parallel_work, int n_threads, idx units) noexcept nogil:

@@ -18,9 +18,7 @@ namespace cvz {
 // g = co / cout_g, over the (output cell, tap) pairs that read a real input cell.
 // Element strides of x and dy are in logical NHWC order (the caller permutes
 // NCHW); dw is HWIO [KH, KW, cin_g, Cout] with any strides.
-struct Conv2dFilterGradArgs {
-    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
-    idx sh, sw, dh, dw, pt, pl;
+struct Conv2dFilterGradArgs : ConvDims {
     const void* x; int x_type; idx x_s[4];
     const void* dy; int dy_type; idx dy_s[4];
     void* out; int out_type; idx out_s[4];

@@ -17,9 +17,7 @@ namespace cvz {
 // x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, g*cin_g + ci] * w[kh, kw, ci, co],
 // g = co / cout_g.  All element strides are in logical NHWC order (the caller
 // permutes NCHW); the filter is HWIO [KH, KW, cin_g, Cout].
-struct Conv2dForwardArgs {
-    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
-    idx sh, sw, dh, dw, pt, pl;
+struct Conv2dForwardArgs : ConvDims {
     const void* x; int x_type; idx x_s[4];
     const void* w; int w_type; idx w_s[4];
     void* y; int y_type; idx y_s[4];

@@ -15,9 +15,7 @@ namespace cvz {
 
 // dx[n, ih, iw, ci] = sum over taps and the group's output channels.
 // All element strides are in logical NHWC order (the caller permutes NCHW).
-struct Conv2dInputGradArgs {
-    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
-    idx sh, sw, dh, dw, pt, pl;
+struct Conv2dInputGradArgs : ConvDims {
     const void* dy; int dy_type; idx dy_s[4];
     void* dx; int dx_type; idx dx_s[4];
     const void* w; int w_type; idx w_s[4];

@@ -169,6 +169,15 @@ static inline bool nonfinite_bits(T v) {
     }
 }
 
+// The sizes and window of a 2-D convolution, with which every dense op's
+// argument struct starts (it derives from this): input [N, H, W, Cin], output
+// [N, OH, OW, Cout], a KH x KW kernel, G groups of cin_g input and cout_g
+// output channels, strides, dilations, and the top and left padding.
+struct ConvDims {
+    idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    idx sh, sw, dh, dw, pt, pl;
+};
+
 static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
 
 static inline idx floor_div(idx a, idx b) {  // b > 0

@@ -20,8 +20,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+                   run_units, scratch_alloc, threads_for)
 
 cnp.import_array()
 
@@ -32,9 +32,7 @@ cdef extern from * namespace "cvz" nogil:
     #include "conv2d_filter_grad.cpp"
     #undef CVZ_INTERFACE_ONLY
     """
-    cdef struct Conv2dFilterGradArgs:
-        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
-        idx sh, sw, dh, dw, pt, pl
+    cdef cppclass Conv2dFilterGradArgs(ConvDims):
         const void* x
         int x_type
         idx x_s[4]
@@ -73,19 +71,8 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     real (from the geometry).
     """
     cdef Conv2dFilterGradArgs a
-    a.N = input.shape[0]
-    a.H = input.shape[1]
-    a.W = input.shape[2]
-    a.Cin = input.shape[3]
-    a.OH = out_backprop.shape[1]
-    a.OW = out_backprop.shape[2]
-    a.Cout = out_backprop.shape[3]
-    a.KH = filter_grad.shape[0]
-    a.KW = filter_grad.shape[1]
-    a.G = groups
-    a.cin_g = filter_grad.shape[2]
-    a.cout_g = a.Cout // groups
-    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.x = cnp.PyArray_DATA(input)
     a.x_type = x_type
     element_strides(input, a.x_s)

@@ -24,8 +24,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+                   run_units, scratch_alloc, threads_for)
 
 cnp.import_array()
 
@@ -36,9 +36,7 @@ cdef extern from * namespace "cvz" nogil:
     #include "conv2d_forward.cpp"
     #undef CVZ_INTERFACE_ONLY
     """
-    cdef struct Conv2dForwardArgs:
-        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
-        idx sh, sw, dh, dw, pt, pl
+    cdef cppclass Conv2dForwardArgs(ConvDims):
         const void* x
         int x_type
         idx x_s[4]
@@ -74,19 +72,8 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     (otherwise float32).  ``isa`` picks the SIMD variant.
     """
     cdef Conv2dForwardArgs a
-    a.N = input.shape[0]
-    a.H = input.shape[1]
-    a.W = input.shape[2]
-    a.Cin = input.shape[3]
-    a.OH = output.shape[1]
-    a.OW = output.shape[2]
-    a.Cout = output.shape[3]
-    a.KH = filter.shape[0]
-    a.KW = filter.shape[1]
-    a.G = groups
-    a.cin_g = filter.shape[2]
-    a.cout_g = a.Cout // groups
-    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.x = cnp.PyArray_DATA(input)
     a.x_type = x_type
     element_strides(input, a.x_s)

@@ -24,8 +24,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+                   run_units, scratch_alloc, threads_for)
 
 cnp.import_array()
 
@@ -36,9 +36,7 @@ cdef extern from * namespace "cvz" nogil:
     #include "conv2d_input_grad.cpp"
     #undef CVZ_INTERFACE_ONLY
     """
-    cdef struct Conv2dInputGradArgs:
-        idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
-        idx sh, sw, dh, dw, pt, pl
+    cdef cppclass Conv2dInputGradArgs(ConvDims):
         const void* dy
         int dy_type
         idx dy_s[4]
@@ -74,19 +72,8 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.
     """
     cdef Conv2dInputGradArgs a
-    a.N = in_backprop.shape[0]
-    a.H = in_backprop.shape[1]
-    a.W = in_backprop.shape[2]
-    a.Cin = in_backprop.shape[3]
-    a.OH = out_backprop.shape[1]
-    a.OW = out_backprop.shape[2]
-    a.Cout = out_backprop.shape[3]
-    a.KH = filter.shape[0]
-    a.KW = filter.shape[1]
-    a.G = groups
-    a.cin_g = filter.shape[2]
-    a.cout_g = a.Cout // groups
-    a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
+    conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], filter.shape[2], groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.dy = cnp.PyArray_DATA(out_backprop)
     a.dy_type = dy_type
     element_strides(out_backprop, a.dy_s)
