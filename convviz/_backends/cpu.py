@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _openmp_info
 from .._validate import BFLOAT16
-from ..geometry import AxisGeometry
+from ..geometry import AxisGeometry, ConvGeometry
 
 
 # dtype -> the kernels' type code (see _ext/cvz_common.hpp).
@@ -76,3 +76,26 @@ def tap_ranges(axis: AxisGeometry) -> np.ndarray:
         outputs = axis.output_range(tap)
         table[tap] = outputs.start, outputs.stop
     return table
+
+
+class ConvPlan:
+    """What a dense op's plan knows before any call: the result's shape and dtype,
+    the layout, the kernels' type code, the column ranges of each kernel tap and
+    the window's numbers in the order the kernels take them.  Each op's ``Plan``
+    derives from it and adds ``run``.
+    """
+
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+
+    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, shape: tuple[int, ...], empty: bool) -> None:
+        g = geometry
+        self.shape = shape
+        self.dtype = dtype
+        self.empty = empty
+        self.nchw = g.data_format == "NCHW"
+        self.int32 = dtype == np.int32
+        self.code = TYPE_CODES.get(dtype, -1)
+        self.f64 = dtype == np.float64
+        self.col_ranges = tap_ranges(g.cols)
+        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                     g.rows.pad_before, g.cols.pad_before, g.groups)

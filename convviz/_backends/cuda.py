@@ -112,14 +112,33 @@ def element_strides(array: Any) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
 
-def dense_params(g: Any, first: Any, second: Any, third: Any) -> list[int]:
-    """The parameter block of the dense (grouped) conv kernels, as their .cu files read it:
-    [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g, [12..17] sh sw dh dw pad_top
-    pad_left, then the element strides of the three arrays (logical NHWC, HWIO)."""
-    return [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
-            g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
-            g.rows.pad_before, g.cols.pad_before, *element_strides(first), *element_strides(second),
-            *element_strides(third)]
+def run_dense(op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: tuple[int, ...],
+              first: Any, second: Any, images: tuple[bool, bool, bool]) -> Any:
+    """Launch a dense op's one-thread-per-element kernel; returns the CuPy result.
+
+    The kernel takes ``(first, second, result, params, total)``: ``params`` holds
+    N H W C_in OH OW C_out KH KW G cin_g cout_g, sh sw dh dw pad_top pad_left,
+    then the element strides of ``first``, the result and ``second`` (logical
+    NHWC for images -- ``images`` says which of first, second, result are
+    images in ``geometry.data_format`` -- and HWIO for filters).  An empty
+    input or result gives zeros: an empty sum.
+    """
+    cp = require_device(op)
+    nchw = geometry.data_format == "NCHW"
+    if 0 in shape or 0 in first.shape or 0 in second.shape:
+        return cp.zeros(shape, dtype=dtype)
+    a = device_array(cp, first, dtype)
+    b = device_array(cp, second, dtype)
+    out, store = result_array(cp, shape, dtype)
+    a, b, c = (nhwc(x, nchw and image) for x, image in zip((a, b, store), images))
+    g = geometry
+    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
+              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
+              g.rows.pad_before, g.cols.pad_before, *element_strides(a), *element_strides(c), *element_strides(b)]
+    total = int(np.prod(shape))
+    kernel(f"{kernel_name}<{TYPE_CODES[dtype]}>")(
+        (blocks(total),), (THREADS,), (a, b, c, cp.asarray(np.array(params, dtype=np.int64)), np.int64(total)))
+    return out
 
 
 def nhwc(array: Any, nchw: bool) -> Any:

@@ -1,7 +1,7 @@
 // The conv2d filter gradient on the GPU (launched by convviz/ops/filter_grad.py).
 // Parameters p: [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g,
 // [12..17] sh sw dh dw pad_top pad_left, [18..21] strides of the input,
-// [22..25] of out_backprop, [26..29] of the filter gradient (all in elements,
+// [22..25] of the filter gradient, [26..29] of out_backprop (all in elements,
 // logical NHWC; the filter gradient HWIO).
 
 // One thread per filter-gradient element dw[kh, kw, ci, co] (co fastest), summing
@@ -15,8 +15,8 @@ __global__ void conv2d_filter_grad(const typename IO<TYPE>::storage* x, const ty
     const i64 cin_g = p[10], cout_g = p[11];
     const i64 sh = p[12], sw = p[13], dh = p[14], dwd = p[15], pt = p[16], pl = p[17];
     const i64* xs = p + 18;
-    const i64* ys = p + 22;
-    const i64* ws = p + 26;
+    const i64* ws = p + 22;
+    const i64* ys = p + 26;
     for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
         const i64 co = idx % Cout;
         i64 rest = idx / Cout;

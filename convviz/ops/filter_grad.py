@@ -79,22 +79,14 @@ _kernel = kernel.filter_grad
 kernel_view = cpu.kernel_view
 
 
-class Plan:
+class Plan(cpu.ConvPlan):
     """Everything the CPU kernel needs that depends only on the geometry and dtype."""
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "col_ranges", "ints")
+    __slots__ = ()
 
     def __init__(self, call: Call) -> None:
         g = call.geometry
-        self.shape = g.filter_shape
-        self.dtype = call.dtype
-        self.empty = call.out_backprop.size == 0 or call.input.size == 0
-        self.nchw = g.data_format == "NCHW"
-        self.code = cpu.TYPE_CODES[call.dtype]
-        self.f64 = call.dtype == np.float64
-        self.col_ranges = cpu.tap_ranges(g.cols)
-        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-                     g.rows.pad_before, g.cols.pad_before, g.groups)
+        super().__init__(g, call.dtype, g.filter_shape, call.out_backprop.size == 0 or call.input.size == 0)
 
     def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
@@ -114,20 +106,9 @@ cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filt
 
 def run_on_gpu(call: Call) -> Any:
     """Run the CUDA kernel (one thread per filter-gradient element); returns a CuPy array."""
-    cp = cuda.require_device("conv2d_backprop_filter")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if call.out_backprop.size == 0 or call.input.size == 0:
-        return cp.zeros(g.filter_shape, dtype=call.dtype)
-    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
-    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
-    out, store = cuda.result_array(cp, g.filter_shape, call.dtype)
-    params = cuda.dense_params(g, x, dy, store)
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    total = int(np.prod(g.filter_shape))
-    cuda.kernel(f"conv2d_filter_grad<{cuda.TYPE_CODES[call.dtype]}>")(
-        (cuda.blocks(total),), (cuda.THREADS,), (x, dy, store, p, np.int64(total)))
-    return out
+    return cuda.run_dense("conv2d_backprop_filter", "conv2d_filter_grad", call.geometry, call.dtype,
+                          call.geometry.filter_shape, call.input, call.out_backprop, images=(True, True, False))
+
 
 
 def flops(g: ConvGeometry) -> float:

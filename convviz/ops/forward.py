@@ -69,23 +69,14 @@ _kernel = kernel.forward
 kernel_view = cpu.kernel_view
 
 
-class Plan:
+class Plan(cpu.ConvPlan):
     """Everything the CPU kernel needs that depends only on the geometry and dtype."""
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+    __slots__ = ()
 
     def __init__(self, call: Call) -> None:
         g = call.geometry
-        self.shape = g.output_shape
-        self.dtype = call.dtype
-        self.empty = 0 in g.output_shape
-        self.nchw = g.data_format == "NCHW"
-        self.int32 = call.dtype == np.int32
-        self.code = cpu.TYPE_CODES.get(call.dtype, -1)
-        self.f64 = call.dtype == np.float64
-        self.col_ranges = cpu.tap_ranges(g.cols)
-        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-                     g.rows.pad_before, g.cols.pad_before, g.groups)
+        super().__init__(g, call.dtype, g.output_shape, 0 in g.output_shape)
 
     def run(self, x: np.ndarray, filt: np.ndarray, n_threads: int) -> np.ndarray:
         result = np.empty(self.shape, dtype=self.dtype)
@@ -114,21 +105,9 @@ cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<
 
 def run_on_gpu(call: Call) -> Any:
     """Run the CUDA kernel (one thread per output element); returns a CuPy array."""
-    cp = cuda.require_device("conv2d")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if 0 in g.output_shape:
-        return cp.zeros(g.output_shape, dtype=call.dtype)
-    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
-    w = cuda.device_array(cp, call.filter, call.dtype)
-    out, store = cuda.result_array(cp, g.output_shape, call.dtype)
-    y = cuda.nhwc(store, nchw)
-    params = cuda.dense_params(g, x, y, w)
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    total = int(np.prod(g.output_shape))
-    cuda.kernel(f"conv2d_forward<{cuda.TYPE_CODES[call.dtype]}>")(
-        (cuda.blocks(total),), (cuda.THREADS,), (x, w, y, p, np.int64(total)))
-    return out
+    return cuda.run_dense("conv2d", "conv2d_forward", call.geometry, call.dtype, call.geometry.output_shape,
+                          call.input, call.filter, images=(True, False, True))
+
 
 
 def flops(g: ConvGeometry) -> float:

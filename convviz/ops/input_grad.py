@@ -84,27 +84,18 @@ _kernel = kernel.input_grad
 kernel_view = cpu.kernel_view
 
 
-class Plan:
+class Plan(cpu.ConvPlan):
     """Everything the CPU kernel needs that depends only on the geometry and dtype.
 
     Built once per distinct call signature (see ``convviz.ops._op``); ``run``
     then only allocates the result and calls the kernel.
     """
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+    __slots__ = ()
 
     def __init__(self, call: Call) -> None:
         g = call.geometry
-        self.shape = g.input_shape
-        self.dtype = call.dtype
-        self.empty = call.out_backprop.size == 0 or 0 in g.input_shape
-        self.nchw = g.data_format == "NCHW"
-        self.int32 = call.dtype == np.int32
-        self.code = cpu.TYPE_CODES.get(call.dtype, -1)
-        self.f64 = call.dtype == np.float64
-        self.col_ranges = cpu.tap_ranges(g.cols)
-        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-                     g.rows.pad_before, g.cols.pad_before, g.groups)
+        super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
@@ -135,21 +126,9 @@ cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{
 
 def run_on_gpu(call: Call) -> Any:
     """Run the CUDA kernel (one thread per input-gradient element); returns a CuPy array."""
-    cp = cuda.require_device("conv2d_backprop_input")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if call.out_backprop.size == 0 or 0 in g.input_shape:
-        return cp.zeros(g.input_shape, dtype=call.dtype)
-    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
-    w = cuda.device_array(cp, call.filter, call.dtype)
-    out, store = cuda.result_array(cp, g.input_shape, call.dtype)
-    dx = cuda.nhwc(store, nchw)
-    params = cuda.dense_params(g, dy, dx, w)
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    total = int(np.prod(g.input_shape))
-    cuda.kernel(f"input_grad<{cuda.TYPE_CODES[call.dtype]}>")(
-        (cuda.blocks(total),), (cuda.THREADS,), (dy, w, dx, p, np.int64(total)))
-    return out
+    return cuda.run_dense("conv2d_backprop_input", "input_grad", call.geometry, call.dtype,
+                          call.geometry.input_shape, call.out_backprop, call.filter, images=(True, False, True))
+
 
 
 def flops(g: ConvGeometry) -> float:
