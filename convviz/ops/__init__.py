@@ -24,9 +24,11 @@ from .forward import OP as CONV2D
 from .forward import conv2d
 from .input_grad import OP as CONV2D_BACKPROP_INPUT
 from .input_grad import conv2d_backprop_input
+from .transpose import conv_transpose2d
 
 # The public op functions: convviz re-exports exactly these (``from .ops import *``).
-__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter"]
+__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv_transpose2d",
+           "depthwise_conv2d_native_backprop_filter"]
 
 #: Every op, in the order the documentation lists them.
 OPS: tuple[Op, ...] = (CONV2D, CONV2D_BACKPROP_INPUT, CONV2D_BACKPROP_FILTER, DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER)
