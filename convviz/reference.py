@@ -5,8 +5,7 @@ as the fast op, goes through the same validation and geometry, and computes in
 float64 with a plain loop over output cells and filter taps.  The tests compare
 the kernels against them, and small figures may use them.  An op's reference
 lives in its own module (``convviz/ops/<op>.py``, the record's ``reference``)
-and is found here by name; this module holds the loop helpers they share, and
-the depthwise forward convolution until that op has a module of its own.
+and is found here by name; this module holds the loop helpers they share.
 
 Examples
 --------
@@ -19,16 +18,18 @@ The references of the ops, by name, and the forward convolutions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from . import _validate
 from .geometry import ConvGeometry
 
 # What this module defines; the ops' references come on top (see __getattr__).
-_OWN = ["depthwise_conv2d", "from_nhwc", "groups", "taps", "to_nhwc"]
+_OWN = ["from_nhwc", "groups", "taps", "to_nhwc"]
+# Old names, kept as deprecated aliases of the ops' references.
+_RENAMED = {"depthwise_conv2d": "depthwise_conv2d_native"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,6 +42,10 @@ def __getattr__(name: str) -> Any:
         return sorted(set(_OWN) | set(BY_NAME))
     if name in BY_NAME:
         return BY_NAME[name].reference
+    if name in _RENAMED:
+        warnings.warn(f"convviz.reference.{name} is deprecated, use convviz.reference.{_RENAMED[name]} (the "
+                      f"reference of the op of that name)", DeprecationWarning, stacklevel=2)
+        return BY_NAME[_RENAMED[name]].reference
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -118,41 +123,3 @@ def groups(g: ConvGeometry) -> Iterator[tuple[slice, slice]]:
     for group in range(g.groups):
         yield (slice(group * cin_g, (group + 1) * cin_g),
                slice(group * cout_g, (group + 1) * cout_g))
-
-
-def _depthwise_geometry(x: np.ndarray, filter_shape: tuple[int, ...], strides: Any, padding: Any,
-                        explicit_paddings: Any, data_format: Any, dilations: Any, op: str) -> ConvGeometry:
-    window = _validate.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-    n, h, w, c = _validate.spatial(x.shape, window)
-    kh, kw, _, multiplier = filter_shape
-    return ConvGeometry.build(
-        batch=n, input_hw=(h, w), in_channels=c, out_channels=c * multiplier, kernel_hw=(kh, kw),
-        strides=window.strides, dilations=window.dilations, padding=window.padding,
-        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
-    )
-
-
-def depthwise_conv2d(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
-    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference forward depthwise conv2d; filter ``[KH, KW, C, M]``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.depthwise_conv2d(np.ones((1, 3, 3, 2)), np.ones((2, 2, 2, 1)),
-    ...                            [1, 1, 1, 1], "VALID").shape
-    (1, 2, 2, 2)
-    """
-    x = np.asarray(input, dtype=np.float64)
-    w = np.asarray(filter, dtype=np.float64)
-    g = _depthwise_geometry(x, w.shape, strides, padding, explicit_paddings, data_format,
-                            dilations, "reference.depthwise_conv2d")
-    x = to_nhwc(x, g.data_format)
-    channels, multiplier = g.in_channels, g.multiplier
-    y = np.zeros((g.batch, *g.output_hw, channels, multiplier))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        y[:, oh, ow] += x[:, ih, iw, :, None] * w[kh, kw]
-    return from_nhwc(y.reshape(g.batch, *g.output_hw, channels * multiplier), g.data_format)

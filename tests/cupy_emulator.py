@@ -146,6 +146,9 @@ class ndarray:
     def transpose(self, *axes) -> ndarray:
         return ndarray(self._host.transpose(*axes))
 
+    def reshape(self, *shape) -> ndarray:
+        return ndarray(self._host.reshape(*shape))
+
     def get(self) -> np.ndarray:
         return self._host.copy()
 
@@ -161,6 +164,10 @@ def asarray(value, dtype=None) -> ndarray:
     if isinstance(value, ndarray):
         return value if dtype is None else ndarray(value._host.astype(dtype))
     return ndarray(np.array(value, dtype=dtype, copy=True))
+
+
+def ascontiguousarray(value) -> ndarray:
+    return ndarray(np.ascontiguousarray(value._host)) if isinstance(value, ndarray) else asarray(value)
 
 
 def asnumpy(value) -> np.ndarray:
@@ -250,7 +257,8 @@ cuda = types.SimpleNamespace(
 def as_module() -> types.ModuleType:
     """This emulator as a module to put in ``sys.modules["cupy"]``."""
     module = types.ModuleType("cupy")
-    for name in ("ndarray", "asarray", "asnumpy", "empty", "zeros", "ones", "array_equal", "RawModule", "cuda"):
+    for name in ("ndarray", "asarray", "ascontiguousarray", "asnumpy", "empty", "zeros", "ones", "array_equal",
+                 "RawModule", "cuda"):
         setattr(module, name, getattr(sys.modules[__name__], name))
     module.uint16, module.uint32 = np.uint16, np.uint32
     module.float32, module.float64 = np.float32, np.float64

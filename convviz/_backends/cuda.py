@@ -113,15 +113,18 @@ def element_strides(array: Any) -> list[int]:
 
 
 def run_dense(op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: tuple[int, ...],
-              first: Any, second: Any, images: tuple[bool, bool, bool]) -> Any:
+              first: Any, second: Any, images: tuple[bool, bool, bool],
+              second_shape: tuple[int, ...] | None = None) -> Any:
     """Launch a dense op's one-thread-per-element kernel; returns the CuPy result.
 
     The kernel takes ``(first, second, result, params, total)``: ``params`` holds
     N H W C_in OH OW C_out KH KW G cin_g cout_g, sh sw dh dw pad_top pad_left,
     then the element strides of ``first``, the result and ``second`` (logical
     NHWC for images -- ``images`` says which of first, second, result are
-    images in ``geometry.data_format`` -- and HWIO for filters).  An empty
-    input or result gives zeros: an empty sum.
+    images in ``geometry.data_format`` -- and HWIO for filters).  With
+    ``second_shape``, ``second`` is read as that shape (a depthwise filter
+    [KH, KW, C, M] as the dense [KH, KW, 1, C * M]).  An empty input or result
+    gives zeros: an empty sum.
     """
     cp = require_device(op)
     nchw = geometry.data_format == "NCHW"
@@ -129,6 +132,8 @@ def run_dense(op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: 
         return cp.zeros(shape, dtype=dtype)
     a = device_array(cp, first, dtype)
     b = device_array(cp, second, dtype)
+    if second_shape is not None:
+        b = cp.ascontiguousarray(b).reshape(second_shape)
     out, store = result_array(cp, shape, dtype)
     a, b, c = (nhwc(x, nchw and image) for x, image in zip((a, b, store), images))
     g = geometry

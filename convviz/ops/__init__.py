@@ -18,6 +18,10 @@ from __future__ import annotations
 from ._op import Op, select_device
 from .depthwise_filter_grad import OP as DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER
 from .depthwise_filter_grad import depthwise_conv2d_native_backprop_filter
+from .depthwise_forward import OP as DEPTHWISE_CONV2D_NATIVE
+from .depthwise_forward import depthwise_conv2d_native
+from .depthwise_input_grad import OP as DEPTHWISE_CONV2D_NATIVE_BACKPROP_INPUT
+from .depthwise_input_grad import depthwise_conv2d_native_backprop_input
 from .filter_grad import OP as CONV2D_BACKPROP_FILTER
 from .filter_grad import conv2d_backprop_filter
 from .forward import OP as CONV2D
@@ -28,10 +32,12 @@ from .transpose import conv_transpose2d
 
 # The public op functions: convviz re-exports exactly these (``from .ops import *``).
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv_transpose2d",
-           "depthwise_conv2d_native_backprop_filter"]
+           "depthwise_conv2d_native", "depthwise_conv2d_native_backprop_filter",
+           "depthwise_conv2d_native_backprop_input"]
 
 #: Every op, in the order the documentation lists them.
-OPS: tuple[Op, ...] = (CONV2D, CONV2D_BACKPROP_INPUT, CONV2D_BACKPROP_FILTER, DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER)
+OPS: tuple[Op, ...] = (CONV2D, CONV2D_BACKPROP_INPUT, CONV2D_BACKPROP_FILTER, DEPTHWISE_CONV2D_NATIVE,
+                       DEPTHWISE_CONV2D_NATIVE_BACKPROP_INPUT, DEPTHWISE_CONV2D_NATIVE_BACKPROP_FILTER)
 
 #: Ops by public name.
 BY_NAME: dict[str, Op] = {op.name: op for op in OPS}

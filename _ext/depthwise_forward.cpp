@@ -1,0 +1,223 @@
+// The depthwise conv2d forward pass: one file in three parts (Highway's
+// foreach_target idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_DEPTHWISE_FORWARD_INTERFACE  // 1. the interface
+#define CVZ_DEPTHWISE_FORWARD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// y[n, oh, ow, c*M + m] = sum over taps (kh, kw) of
+// x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c] * w[kh, kw, c, m]: a grouped
+// conv with G = Cin groups of one input channel (cin_g = 1) and M = cout_g output
+// channels each.  Element strides in logical NHWC order (the caller permutes
+// NCHW); the filter is [KH, KW, C, M].
+struct DepthwiseForwardArgs : ConvDims {
+    const void* x; int x_type; idx x_s[4];
+    const void* w; int w_type; idx w_s[4];
+    void* y; int y_type; idx y_s[4];
+    // Filled in by prepare(): the vector width, output channels C*M padded to
+    // it, whether input rows are read in place and outputs stored straight into
+    // y, the output columns [ow_lo, ow_hi) whose taps all read real columns, the
+    // per-thread scratch size.  The caller allocates `packed` ([KH][KW][cm_pad]
+    // of the compute type), which pack() fills.
+    idx V, cm_pad, ow_lo, ow_hi, scratch_elems;
+    int x_direct, y_direct;
+    void* packed;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64);
+void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64);
+// One output row (row = n * OH + oh) of the call `args` (a DepthwiseForwardArgs),
+// with `scratch` of scratch_elems elements, zeroed before first use (a UnitFn).
+void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_DEPTHWISE_FORWARD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
+
+#define CVZ_OP_BODY "depthwise_forward.cpp"  // this file again, once per ISA
+#include "cvz_per_isa.hpp"
+
+namespace cvz {
+
+namespace {
+typedef void (*PrepareFn)(DepthwiseForwardArgs*);
+typedef void (*RowFn)(const DepthwiseForwardArgs*, idx, void*);
+const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_forward_prepare);
+const PrepareFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_forward_pack);
+const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_forward_row);
+}  // namespace
+
+void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
+
+void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+
+void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch) {
+    isa_pick(row_table, isa, f64)(static_cast<const DepthwiseForwardArgs*>(args), row, scratch);
+}
+
+}  // namespace cvz
+
+#else  // CVZ_PER_ISA_PASS: the kernel body, compiled once per ISA by cvz_per_isa.hpp
+
+// The depthwise forward pass, written once against Simd<T>, compiled once per
+// instruction set.  Vectors run over the output channels c*M + m; input rows
+// are read in place (compute type, contiguous channels, M = 1) or staged with
+// each channel repeated M times.  Each output row is written by one call, each
+// element sums its taps in one fixed order (kernel rows, then columns), so the
+// result does not depend on the thread count.  Taps that land in the padding
+// are never added (border columns check each tap), so a NaN or Inf in the
+// filter reaches only the cells whose sum contains it.
+
+// Output pixels per register tile (one vector of channels each).
+constexpr int DF_MR = per_isa(THIS_ISA, 4, 8, 16);
+
+template <class T>
+static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
+    a->V = Simd<T>::V;
+    a->cm_pad = round_up(a->Cout, a->V);
+    const bool x_same = (sizeof(T) == 4) ? a->x_type == F32 : a->x_type == F64;
+    const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
+    // In place only when a vector never reads past the last channel of a pixel.
+    a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin;
+    a->y_direct = y_same && a->y_s[3] == 1 && a->cm_pad == a->Cout;
+    const idx span = (a->KW - 1) * a->dw + 1;
+    idx lo = (a->pl + a->sw - 1) / a->sw;
+    idx hi = a->W - span + a->pl >= 0 ? (a->W - span + a->pl) / a->sw + 1 : 0;
+    if (lo > a->OW) lo = a->OW;
+    if (hi > a->OW) hi = a->OW;
+    if (hi < lo) hi = lo;
+    a->ow_lo = lo;
+    a->ow_hi = hi;
+    a->scratch_elems = round_up(a->x_direct ? 0 : a->KH * a->W * a->cm_pad, 16) +
+                       round_up(a->y_direct ? 0 : a->OW * a->cm_pad, 16) +
+                       (idx)((a->KH + 2 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
+}
+
+// [KH][KW][cm_pad] in the compute type, zero in the padding channels.
+template <class T>
+static void depthwise_forward_pack(DepthwiseForwardArgs* a) {
+    T* packed = (T*)a->packed;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            T* dst = packed + (kh * a->KW + kw) * a->cm_pad;
+            for (idx c = 0; c < a->Cin; ++c)
+                for (idx m = 0; m < a->cout_g; ++m)
+                    dst[c * a->cout_g + m] =
+                        load_as<T>(a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + c * a->w_s[2] + m * a->w_s[3]);
+            for (idx cm = a->Cout; cm < a->cm_pad; ++cm) dst[cm] = 0;
+        }
+}
+
+// MR output pixels from ow0 (all taps real), channel vector c0: sum over the
+// n_rows kernel rows (input row rows[i], filter row kh_of[i]) and every column.
+template <class T, int MR>
+static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
+                                          idx n_rows, idx pixel, idx ow0, idx c0, T* out, idx out_pixel,
+                                          idx n_pixels) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    vec acc[MR];
+    CVZ_UNROLL(16)
+    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    const idx step = a->sw * pixel;
+    for (idx i = 0; i < n_rows; ++i) {
+        const T* x = rows[i] + (ow0 * a->sw - a->pl) * pixel + c0;
+        const T* w = packed + kh_of[i] * a->KW * a->cm_pad + c0;
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const vec wv = S::load(w + kw * a->cm_pad);
+            const T* xk = x + kw * a->dw * pixel;
+            CVZ_UNROLL(16)
+            for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(xk + p * step), wv, acc[p]);
+        }
+    }
+    for (int p = 0; p < MR; ++p)
+        if (p < n_pixels) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
+}
+
+// One output pixel near a border, channel vector c0: only the taps whose input
+// column is real.
+template <class T>
+static inline void depthwise_forward_edge(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
+                                          idx n_rows, idx pixel, idx ow, idx c0, T* out, idx out_pixel) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    vec acc = S::zero();
+    for (idx i = 0; i < n_rows; ++i)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const idx iw = ow * a->sw - a->pl + kw * a->dw;
+            if (iw < 0 || iw >= a->W) continue;  // this tap reads padding here
+            acc = S::fma(S::load(rows[i] + iw * pixel + c0), S::load(packed + (kh_of[i] * a->KW + kw) * a->cm_pad + c0),
+                         acc);
+        }
+    S::store(out + ow * out_pixel + c0, acc);
+}
+
+template <class T>
+static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* raw) {
+    typedef Simd<T> S;
+    const idx n = row / a->OH, oh = row % a->OH;
+    T* stage = (T*)raw;
+    T* out_row = stage + round_up(a->x_direct ? 0 : a->KH * a->W * a->cm_pad, 16);
+    idx* slot_key = (idx*)(out_row + round_up(a->y_direct ? 0 : a->OW * a->cm_pad, 16));
+    idx* kh_of = slot_key + a->KH;
+    const T** rows = (const T**)(kh_of + a->KH);
+
+    // The kernel rows that read a real input row; staged rows are kept per slot
+    // (consecutive output rows of a thread share input rows).
+    const idx pixel = a->x_direct ? a->x_s[2] : a->cm_pad;
+    idx n_rows = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx ih = oh * a->sh - a->pt + kh * a->dh;
+        if (ih < 0 || ih >= a->H) continue;
+        if (a->x_direct) {
+            rows[n_rows] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+        } else {
+            T* slot = stage + kh * a->W * a->cm_pad;
+            const idx key = n * a->H + ih + 1;
+            if (slot_key[kh] != key) {
+                gather_rows<T>(slot, a->cm_pad, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2],
+                               a->Cin, a->x_s[3], a->cout_g);
+                slot_key[kh] = key;
+            }
+            rows[n_rows] = slot;
+        }
+        kh_of[n_rows] = kh;
+        ++n_rows;
+    }
+
+    T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
+    const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;
+    for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V) {
+        for (idx ow = 0; ow < a->ow_lo; ++ow) depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+        for (idx ow = a->ow_lo; ow < a->ow_hi; ow += DF_MR) {
+            const idx left = a->ow_hi - ow < DF_MR ? a->ow_hi - ow : DF_MR;
+            if (left == DF_MR)
+                depthwise_forward_tile<T, DF_MR>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, left);
+            else
+                for (idx p = 0; p < left; ++p)
+                    depthwise_forward_tile<T, 1>(a, rows, kh_of, n_rows, pixel, ow + p, c0, out, out_pixel, 1);
+        }
+        for (idx ow = a->ow_hi; ow < a->OW; ++ow)
+            depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+    }
+    if (!a->y_direct)
+        scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
+                        out_row, a->cm_pad);
+}
+
+#endif  // CVZ_PER_ISA_PASS

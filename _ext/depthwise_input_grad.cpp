@@ -1,0 +1,231 @@
+// The depthwise conv2d input gradient: one file in three parts (Highway's
+// foreach_target idiom, see cvz_per_isa.hpp):
+//   1. the interface, its argument struct and entry points: all the Cython
+//      module includes (it defines CVZ_INTERFACE_ONLY first);
+//   2. the entry points, each dispatching on a table [isa][f64] of the body's
+//      instantiations;
+//   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
+//      file again with CVZ_PER_ISA_PASS defined.
+#ifndef CVZ_DEPTHWISE_INPUT_GRAD_INTERFACE  // 1. the interface
+#define CVZ_DEPTHWISE_INPUT_GRAD_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+// dx[n, ih, iw, c] = sum over the (output cell, tap) pairs that read (ih, iw)
+// and every m of dy[n, oh, ow, c*M + m] * w[kh, kw, c, m], where
+// ih = oh*sh - pt + kh*dh and iw = ow*sw - pl + kw*dw.  A grouped conv with
+// G = Cin groups of one input channel (cin_g = 1) and M = cout_g output channels.
+// Element strides in logical NHWC order (the caller permutes NCHW); the filter
+// is [KH, KW, C, M].
+struct DepthwiseInputGradArgs : ConvDims {
+    const void* dy; int dy_type; idx dy_s[4];
+    const void* w; int w_type; idx w_s[4];
+    void* dx; int dx_type; idx dx_s[4];
+    // Filled in by prepare(): the vector width, input channels padded to it,
+    // whether dy rows are read in place and results stored straight into dx, the
+    // per-thread scratch size.  The caller allocates `packed`
+    // ([KH][KW][M][c_pad] of the compute type), which pack() fills.
+    idx V, c_pad, scratch_elems;
+    int dy_direct, dx_direct;
+    void* packed;
+};
+
+// isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
+void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64);
+void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64);
+// One input row (row = n * H + ih) of the call `args` (a DepthwiseInputGradArgs),
+// with `scratch` of scratch_elems elements, zeroed before first use (a UnitFn).
+void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_DEPTHWISE_INPUT_GRAD_INTERFACE
+
+#if defined(CVZ_INTERFACE_ONLY)
+// The Cython module's include: the interface above is all it needs.
+#elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
+
+#define CVZ_OP_BODY "depthwise_input_grad.cpp"  // this file again, once per ISA
+#include "cvz_per_isa.hpp"
+
+namespace cvz {
+
+namespace {
+typedef void (*PrepareFn)(DepthwiseInputGradArgs*);
+typedef void (*RowFn)(const DepthwiseInputGradArgs*, idx, void*);
+const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_input_grad_prepare);
+const PrepareFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_input_grad_pack);
+const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_input_grad_row);
+}  // namespace
+
+void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64) {
+    isa_pick(prepare_table, isa, f64)(a);
+}
+
+void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+
+void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch) {
+    isa_pick(row_table, isa, f64)(static_cast<const DepthwiseInputGradArgs*>(args), row, scratch);
+}
+
+}  // namespace cvz
+
+#else  // CVZ_PER_ISA_PASS: the kernel body, compiled once per ISA by cvz_per_isa.hpp
+
+// The depthwise input gradient, written once against Simd<T>, compiled once
+// per instruction set.  Vectors run over the input channels c; dy rows are read
+// in place (compute type, contiguous channels, M = 1) or staged as [OW][M][c_pad]
+// (each multiplier's channels contiguous).  Each input row is written by one
+// call, and each element gathers its terms in one fixed order (kernel rows,
+// columns, then m), so the result does not depend on the thread count.  Only
+// (output cell, tap) pairs that exist are added: a NaN or Inf reaches exactly
+// the cells the definition says.
+
+// Input pixels per register tile (one vector of channels each), for stride 1.
+constexpr int DI_MR = per_isa(THIS_ISA, 4, 8, 16);
+
+template <class T>
+static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
+    a->V = Simd<T>::V;
+    a->c_pad = round_up(a->Cin, a->V);
+    const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
+    const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
+    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
+    a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
+    a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->OW * a->cout_g * a->c_pad, 16) +
+                       round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16) +
+                       (idx)(4 * a->KH * sizeof(idx) / sizeof(T)) + 16;
+}
+
+// [KH][KW][M][c_pad] in the compute type, zero in the padding channels.
+template <class T>
+static void depthwise_input_grad_pack(DepthwiseInputGradArgs* a) {
+    T* packed = (T*)a->packed;
+    const idx M = a->cout_g;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw)
+            for (idx m = 0; m < M; ++m) {
+                T* dst = packed + ((kh * a->KW + kw) * M + m) * a->c_pad;
+                for (idx c = 0; c < a->Cin; ++c)
+                    dst[c] = load_as<T>(a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + c * a->w_s[2] + m * a->w_s[3]);
+                for (idx c = a->Cin; c < a->c_pad; ++c) dst[c] = 0;
+            }
+}
+
+// One input pixel iw, channel vector c0: every (kernel row, column, m) whose
+// output cell exists.  rows[i]: the dy row of kernel row kh_of[i]; its pixel
+// ow holds M vectors of channels at ow * pixel + m * m_step.
+template <class T>
+static inline typename Simd<T>::vec depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, const T* const* rows,
+                                                               const idx* kh_of, idx n_rows, idx pixel, idx m_step,
+                                                               idx iw, idx c0) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    const idx M = a->cout_g;
+    vec acc = S::zero();
+    for (idx i = 0; i < n_rows; ++i)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const idx t = iw + a->pl - kw * a->dw;  // = ow * sw for the output column that reads iw
+            if (t < 0 || t % a->sw != 0 || t / a->sw >= a->OW) continue;
+            const T* d = rows[i] + (t / a->sw) * pixel + c0;
+            const T* w = packed + (kh_of[i] * a->KW + kw) * M * a->c_pad + c0;
+            for (idx m = 0; m < M; ++m) acc = S::fma(S::load(d + m * m_step), S::load(w + m * a->c_pad), acc);
+        }
+    return acc;
+}
+
+// MR input pixels from iw0 with stride 1 whose every column tap exists: the same
+// sums as depthwise_input_grad_pixel, with each weight vector loaded once per tile.
+template <class T, int MR>
+static inline void depthwise_input_grad_tile(const DepthwiseInputGradArgs* a, const T* const* rows, const idx* kh_of,
+                                             idx n_rows, idx pixel, idx m_step, idx iw0, idx c0, T* out,
+                                             idx out_pixel) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    const idx M = a->cout_g;
+    vec acc[MR];
+    CVZ_UNROLL(16)
+    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (idx i = 0; i < n_rows; ++i)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const T* d = rows[i] + (iw0 + a->pl - kw * a->dw) * pixel + c0;
+            const T* w = packed + (kh_of[i] * a->KW + kw) * M * a->c_pad + c0;
+            for (idx m = 0; m < M; ++m) {
+                const vec wv = S::load(w + m * a->c_pad);
+                CVZ_UNROLL(16)
+                for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
+            }
+        }
+    CVZ_UNROLL(16)
+    for (int p = 0; p < MR; ++p) S::store(out + (iw0 + p) * out_pixel + c0, acc[p]);
+}
+
+template <class T>
+static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, void* raw) {
+    typedef Simd<T> S;
+    const idx n = row / a->H, ih = row % a->H;
+    const idx M = a->cout_g;
+    T* stage = (T*)raw;
+    T* out_row = stage + round_up(a->dy_direct ? 0 : a->KH * a->OW * M * a->c_pad, 16);
+    idx* slot_key = (idx*)(out_row + round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16));
+    idx* kh_of = slot_key + a->KH;
+    const T** rows = (const T**)(kh_of + a->KH);
+
+    // The kernel rows whose output row exists for this input row; staged dy rows
+    // are kept per slot (consecutive input rows of a thread share them).
+    const idx pixel = a->dy_direct ? a->dy_s[2] : M * a->c_pad;
+    const idx m_step = a->dy_direct ? 1 : a->c_pad;  // M = 1 when direct
+    idx n_rows = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx t = ih + a->pt - kh * a->dh;
+        if (t < 0 || t % a->sh != 0 || t / a->sh >= a->OH) continue;
+        const idx oh = t / a->sh;
+        if (a->dy_direct) {
+            rows[n_rows] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+        } else {
+            T* slot = stage + kh * a->OW * M * a->c_pad;
+            const idx key = n * a->OH + oh + 1;
+            if (slot_key[kh] != key) {
+                for (idx m = 0; m < M; ++m)  // [OW][M][c_pad]: multiplier m's channels contiguous
+                    gather_rows<T>(slot + m * a->c_pad, M * a->c_pad, a->dy, a->dy_type,
+                                   n * a->dy_s[0] + oh * a->dy_s[1] + m * a->dy_s[3], a->OW, a->dy_s[2], a->Cin,
+                                   M * a->dy_s[3]);
+                slot_key[kh] = key;
+            }
+            rows[n_rows] = slot;
+        }
+        kh_of[n_rows] = kh;
+        ++n_rows;
+    }
+
+    T* out = a->dx_direct ? (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1] : out_row;
+    const idx out_pixel = a->dx_direct ? a->dx_s[2] : a->c_pad;
+    // With stride 1, input columns [iw_lo, iw_hi) have every column tap: tiles.
+    idx iw_lo = a->W, iw_hi = a->W;
+    if (a->sw == 1) {
+        iw_lo = (a->KW - 1) * a->dw - a->pl;  // iw + pl - (KW-1)*dw >= 0
+        if (iw_lo < 0) iw_lo = 0;
+        iw_hi = a->OW - a->pl;  // iw + pl < OW
+        if (iw_hi > a->W) iw_hi = a->W;
+        if (iw_lo > a->W) iw_lo = a->W;
+        if (iw_hi < iw_lo) iw_hi = iw_lo;
+    }
+    for (idx c0 = 0; c0 < a->c_pad; c0 += S::V) {
+        idx iw = 0;
+        for (; iw < iw_lo; ++iw)
+            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
+        for (; iw + DI_MR <= iw_hi; iw += DI_MR)
+            depthwise_input_grad_tile<T, DI_MR>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
+        for (; iw < a->W; ++iw)
+            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
+    }
+    if (!a->dx_direct)
+        scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
+                        out_row, a->c_pad);
+}
+
+#endif  // CVZ_PER_ISA_PASS
