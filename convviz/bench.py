@@ -114,6 +114,9 @@ def _cases_of(op: str) -> Callable[..., Case]:
 
 _fwd = _cases_of("conv2d")
 _bpi = _cases_of("conv2d_backprop_input")
+_bpf = _cases_of("conv2d_backprop_filter")
+_dwc = _cases_of("depthwise_conv2d_native")
+_dwi = _cases_of("depthwise_conv2d_native_backprop_input")
 _dwf = _cases_of("depthwise_conv2d_native_backprop_filter")
 
 CASES = [
@@ -133,6 +136,22 @@ CASES = [
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, data_format="NCHW"),
+    _bpf("bpf_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
+    _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
+    _bpf("bpf_stride2", 8, 28, 28, 128, 256, 3, 2, 1),
+    _bpf("bpf_stem", 4, 224, 224, 3, 64, 7, 2, 1),
+    _bpf("bpf_pointwise", 8, 28, 28, 256, 256, 1, 1, 1),
+    _bpf("bpf_late", 8, 7, 7, 512, 512, 3, 1, 1),
+    _dwc("dwc_tiny", 1, 8, 8, 4, 1, 3, 1, 1),
+    _dwc("dwc_mobilenet", 8, 112, 112, 32, 1, 3, 1, 1),
+    _dwc("dwc_stride2", 8, 112, 112, 64, 1, 3, 2, 1),
+    _dwc("dwc_k5", 8, 28, 28, 256, 1, 5, 1, 1),
+    _dwc("dwc_mult2", 4, 32, 32, 32, 2, 3, 1, 1),
+    _dwi("dwi_tiny", 1, 8, 8, 4, 1, 3, 1, 1),
+    _dwi("dwi_mobilenet", 8, 112, 112, 32, 1, 3, 1, 1),
+    _dwi("dwi_stride2", 8, 112, 112, 64, 1, 3, 2, 1),
+    _dwi("dwi_k5", 8, 28, 28, 256, 1, 5, 1, 1),
+    _dwi("dwi_mult2", 4, 32, 32, 32, 2, 3, 1, 1),
     _dwf("dwf_tiny", 1, 8, 8, 4, 1, 3, 1, 1),
     _dwf("dwf_mobilenet", 8, 56, 56, 64, 1, 3, 1, 1),
     _dwf("dwf_stride2", 8, 112, 112, 32, 1, 3, 2, 1),
@@ -266,6 +285,11 @@ class TorchCase:
         """The filter argument ``name``, TensorFlow's HWIO, as PyTorch's OIHW."""
         return self._laid_out(self._tensor(self.data[name].transpose(3, 2, 0, 1)))
 
+    def depthwise_weight(self, name: str = "filter") -> Any:
+        """A depthwise filter [KH, KW, C, M] as PyTorch's grouped weight (C * M, 1, KH, KW)."""
+        kh, kw, c, m = self.data[name].shape
+        return self._laid_out(self._tensor(self.data[name].reshape(kh, kw, 1, c * m).transpose(3, 2, 0, 1)))
+
     def empty(self, shape: tuple[int, ...], laid_out: bool = True) -> Any:
         """A tensor that only lends its shape (and memory format) to an aten call."""
         t = self.torch.empty(shape, dtype=self.dtype, device=self.device)
@@ -293,6 +317,31 @@ def _torch_conv2d_backprop_input(t: TorchCase) -> Callable[[], Any]:
     return lambda: backward(dy, x_meta, weight, None, stride, pad, dilation, False, [0, 0], 1, [True, False, False])[0]
 
 
+def _torch_conv2d_backprop_filter(t: TorchCase) -> Callable[[], Any]:
+    """aten's convolution backward, filter gradient only; the weight tensor only lends shape and layout."""
+    x, dy = t.activation("input"), t.activation("out_backprop")
+    c = t.case
+    weight = t.empty((c.c_out_or_mult, c.c_in, c.k, c.k))
+    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
+    return lambda: backward(dy, x, weight, None, stride, pad, dilation, False, [0, 0], 1, [False, True, False])[1]
+
+
+def _torch_depthwise_conv2d_native(t: TorchCase) -> Callable[[], Any]:
+    """``torch.nn.functional.conv2d`` with one group per input channel."""
+    x, weight, c = t.activation("input"), t.depthwise_weight("filter"), t.case
+    conv, stride, pad, dilation = t.torch.nn.functional.conv2d, t.stride, t.symmetric_pad, t.dilation
+    return lambda: conv(x, weight, None, stride, pad, dilation, c.c_in)
+
+
+def _torch_depthwise_conv2d_native_backprop_input(t: TorchCase) -> Callable[[], Any]:
+    """aten's convolution backward with one group per channel, input gradient only."""
+    dy, weight, c = t.activation("out_backprop"), t.depthwise_weight("filter"), t.case
+    x_meta = t.empty((c.n, c.c_in, c.h, c.w))
+    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
+    return lambda: backward(dy, x_meta, weight, None, stride, pad, dilation, False, [0, 0], c.c_in,
+                            [True, False, False])[0]
+
+
 def _torch_depthwise_conv2d_native_backprop_filter(t: TorchCase) -> Callable[[], Any]:
     """aten's convolution backward with one group per channel, filter gradient only."""
     x, dy = t.activation("input"), t.activation("out_backprop")
@@ -306,6 +355,9 @@ def _torch_depthwise_conv2d_native_backprop_filter(t: TorchCase) -> Callable[[],
 TORCH_CALLS: dict[str, Callable[[TorchCase], Callable[[], Any]]] = {
     "conv2d": _torch_conv2d,
     "conv2d_backprop_input": _torch_conv2d_backprop_input,
+    "conv2d_backprop_filter": _torch_conv2d_backprop_filter,
+    "depthwise_conv2d_native": _torch_depthwise_conv2d_native,
+    "depthwise_conv2d_native_backprop_input": _torch_depthwise_conv2d_native_backprop_input,
     "depthwise_conv2d_native_backprop_filter": _torch_depthwise_conv2d_native_backprop_filter,
 }
 
