@@ -1,4 +1,4 @@
-"""MindSpore-shaped entry points: ``ops.Conv2DBackpropInput``.
+"""MindSpore-shaped entry points: ``ops.Conv2D``, ``ops.Conv2DBackpropInput``, ``ops.Conv2DTranspose``.
 
 Examples
 --------
