@@ -202,7 +202,7 @@ CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const 
 // One channel block of NRV vectors: tiles over [ow_begin, ow_end), then
 // (with a non-finite filter) the border columns exactly.
 template <class T, int MR, int NRV>
-static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps,
+static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
                                  T* out, idx out_pixel) {
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
@@ -210,7 +210,7 @@ static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForward
     idx ow = begin;
     while (ow < end) {
         for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * a->sw * pitch;
-        ow += gemm_tiles<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, a->sw * pitch, a->cin_g, a->cout_g_pad,
+        ow += gemm_tiles<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, a->sw * pitch, K, a->cout_g_pad,
                                      out + ow * out_pixel, out_pixel, end - ow);
     }
     if (exact) {
@@ -232,6 +232,13 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
 
     // The kernel rows that read a real input row, each staged in slot kh
     // (consecutive output rows of a thread share rows: restaged only on change).
+    // Without groups and dilation, a kernel row's taps read consecutive pixels of
+    // contiguous channels, and the packed filter holds them in the same order:
+    // the row is one tap of KW * Cin reduction channels (fewer, longer runs --
+    // what makes a 3-channel stem fast).  A non-finite filter keeps the taps
+    // apart for the exact border path.
+    const bool merge = a->G == 1 && a->dw == 1 && !a->exact_edges;
+    const idx K = merge ? a->KW * a->cin_g : a->cin_g;
     idx n_taps = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx ih = oh * a->sh - a->pt + kh * a->dh;
@@ -243,7 +250,7 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
                            a->x_s[2], a->Cin, a->x_s[3]);
             s.slot_key[kh] = key;
         }
-        for (idx kw = 0; kw < a->KW; ++kw) {
+        for (idx kw = 0; kw < (merge ? 1 : a->KW); ++kw) {
             s.tap_kh[n_taps] = kh;
             s.tap_kw[n_taps] = kw;
             s.tap_a[n_taps] = slot + kw * a->dw * pitch;
@@ -278,13 +285,13 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
             for (idx t = 0; t < n_taps; ++t)
                 s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
                              g * a->cin_g * a->cout_g_pad + c0;
-            conv2d_forward_block<T, FWD_MR2, 2>(a, s, n_taps, out_base + g * out_group + c0, out_pixel);
+            conv2d_forward_block<T, FWD_MR2, 2>(a, s, n_taps, K, out_base + g * out_group + c0, out_pixel);
         }
         if (c0 < a->cout_g_pad) {
             for (idx t = 0; t < n_taps; ++t)
                 s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
                              g * a->cin_g * a->cout_g_pad + c0;
-            conv2d_forward_block<T, FWD_MR1, 1>(a, s, n_taps, out_base + g * out_group + c0, out_pixel);
+            conv2d_forward_block<T, FWD_MR1, 1>(a, s, n_taps, K, out_base + g * out_group + c0, out_pixel);
         }
     }
     if (!a->direct)

@@ -144,8 +144,9 @@ static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T
             for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(xk + p * step), wv, acc[p]);
         }
     }
-    for (int p = 0; p < MR; ++p)
-        if (p < n_pixels) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
+    (void)n_pixels;  // every call stores a whole tile
+    CVZ_UNROLL(16)
+    for (int p = 0; p < MR; ++p) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
 }
 
 // One output pixel near a border, channel vector c0: only the taps whose input
@@ -202,19 +203,33 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
 
     T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
     const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;
-    for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V) {
-        for (idx ow = 0; ow < a->ow_lo; ++ow) depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
-        for (idx ow = a->ow_lo; ow < a->ow_hi; ow += DF_MR) {
-            const idx left = a->ow_hi - ow < DF_MR ? a->ow_hi - ow : DF_MR;
-            if (left == DF_MR)
-                depthwise_forward_tile<T, DF_MR>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, left);
-            else
-                for (idx p = 0; p < left; ++p)
-                    depthwise_forward_tile<T, 1>(a, rows, kh_of, n_rows, pixel, ow + p, c0, out, out_pixel, 1);
-        }
-        for (idx ow = a->ow_hi; ow < a->OW; ++ow)
+    // Pixels outside, channels inside: a tile finishes whole pixels (every cache
+    // line of its inputs and outputs) before the next, so no line is fetched twice.
+    for (idx ow = 0; ow < a->ow_lo; ++ow)
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
             depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+    idx ow = a->ow_lo;
+    for (; ow + DF_MR <= a->ow_hi; ow += DF_MR)
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+            depthwise_forward_tile<T, DF_MR>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, DF_MR);
+    // The rest in tiles of MR/2, MR/4, then single pixels.
+    constexpr int half = DF_MR / 2, quarter = DF_MR / 4;
+    if (ow + half <= a->ow_hi) {
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+            depthwise_forward_tile<T, half>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, half);
+        ow += half;
     }
+    if (ow + quarter <= a->ow_hi) {
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+            depthwise_forward_tile<T, quarter>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, quarter);
+        ow += quarter;
+    }
+    for (; ow < a->ow_hi; ++ow)
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+            depthwise_forward_tile<T, 1>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, 1);
+    for (ow = a->ow_hi; ow < a->OW; ++ow)
+        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+            depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
     if (!a->y_direct)
         scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
                         out_row, a->cm_pad);

@@ -214,15 +214,29 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         if (iw_lo > a->W) iw_lo = a->W;
         if (iw_hi < iw_lo) iw_hi = iw_lo;
     }
-    for (idx c0 = 0; c0 < a->c_pad; c0 += S::V) {
-        idx iw = 0;
-        for (; iw < iw_lo; ++iw)
+    // Pixels outside, channels inside: a tile finishes whole pixels (every cache
+    // line of its inputs and outputs) before the next, so no line is fetched twice.
+    idx iw = 0;
+    for (; iw < iw_lo; ++iw)
+        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
             S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
-        for (; iw + DI_MR <= iw_hi; iw += DI_MR)
+    for (; iw + DI_MR <= iw_hi; iw += DI_MR)
+        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
             depthwise_input_grad_tile<T, DI_MR>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
-        for (; iw < a->W; ++iw)
-            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
+    constexpr int half = DI_MR / 2, quarter = DI_MR / 4;
+    if (iw + half <= iw_hi) {
+        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+            depthwise_input_grad_tile<T, half>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
+        iw += half;
     }
+    if (iw + quarter <= iw_hi) {
+        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+            depthwise_input_grad_tile<T, quarter>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
+        iw += quarter;
+    }
+    for (; iw < a->W; ++iw)
+        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
     if (!a->dx_direct)
         scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
                         out_row, a->c_pad);
