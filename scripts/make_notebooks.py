@@ -435,37 +435,36 @@ else:
 ## Checking a gradient with finite differences
 
 The input gradient is the derivative of `<conv2d(x, W), dy>` with respect to `x`. With the
-float64 forward reference we can check it numerically:
+forward op of convviz (in float64) we can check it numerically:
 """),
     code("""
-from convviz import reference
 x = rng.standard_normal((1, 6, 6, 2))
 w = rng.standard_normal((3, 3, 2, 3))
 kw = dict(strides=[1, 2, 2, 1], padding="SAME")
-dy64 = rng.standard_normal(reference.conv2d(x, w, **kw).shape)
+dy64 = rng.standard_normal(convviz.conv2d(x, w, **kw).shape)
 analytic = convviz.conv2d_backprop_input(list(x.shape), w, dy64, **kw)
 numeric = np.zeros_like(x)
 eps = 1e-6
 for idx in np.ndindex(x.shape):
     e = np.zeros_like(x); e[idx] = eps
-    numeric[idx] = (np.vdot(reference.conv2d(x + e, w, **kw), dy64) - np.vdot(reference.conv2d(x - e, w, **kw), dy64)) / (2 * eps)
+    numeric[idx] = (np.vdot(convviz.conv2d(x + e, w, **kw), dy64) - np.vdot(convviz.conv2d(x - e, w, **kw), dy64)) / (2 * eps)
 print("max |analytic - numeric| =", float(np.abs(analytic - numeric).max()))
 """),
     *exercise(
         "Do the same finite-difference check for the depthwise filter gradient with stride 2 and "
-        "dilation 2 (use `reference.depthwise_conv2d_native`).",
+        "dilation 2 (use `convviz.depthwise_conv2d_native`).",
         "# your code here\n",
         """
 x = rng.standard_normal((1, 7, 7, 2))
 w = rng.standard_normal((3, 3, 2, 1))
 kw = dict(strides=[1, 2, 2, 1], padding="SAME", dilations=[1, 2, 2, 1])
-dy64 = rng.standard_normal(reference.depthwise_conv2d_native(x, w, **kw).shape)
+dy64 = rng.standard_normal(convviz.depthwise_conv2d_native(x, w, **kw).shape)
 analytic = convviz.depthwise_conv2d_native_backprop_filter(x, list(w.shape), dy64, **kw)
 numeric = np.zeros_like(w)
 for idx in np.ndindex(w.shape):
     e = np.zeros_like(w); e[idx] = 1e-6
-    numeric[idx] = (np.vdot(reference.depthwise_conv2d_native(x, w + e, **kw), dy64)
-                    - np.vdot(reference.depthwise_conv2d_native(x, w - e, **kw), dy64)) / 2e-6
+    numeric[idx] = (np.vdot(convviz.depthwise_conv2d_native(x, w + e, **kw), dy64)
+                    - np.vdot(convviz.depthwise_conv2d_native(x, w - e, **kw), dy64)) / 2e-6
 print("max |analytic - numeric| =", float(np.abs(analytic - numeric).max()))
 """),
 ]

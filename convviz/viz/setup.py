@@ -539,6 +539,28 @@ class Setup:
         dy = self.out_backprop() if out_backprop is None else out_backprop
         return ops.conv2d_backprop_input(list(self.geometry.input_shape), self.filter(), dy, **self._op_kwargs())
 
+    def output(self) -> np.ndarray:
+        """y = conv2d(x, W) from the convviz kernel (``data_format`` order).
+
+        Examples
+        --------
+        >>> Setup(input_hw=5, kernel_hw=3, strides=2, padding="SAME").output().shape
+        (1, 3, 3, 1)
+        """
+        return ops.conv2d(self.input(), self.filter(), **self._op_kwargs())
+
+    def conv2d_filter_gradient(self, out_backprop: np.ndarray | None = None) -> np.ndarray:
+        """dL/dW of the (dense) convolution, HWIO ``[KH, KW, C_in / groups, C_out]``, from the
+        convviz kernel: for each tap, the correlation of the input with dL/dy.
+
+        Examples
+        --------
+        >>> Setup(input_hw=6, kernel_hw=3, in_channels=2, out_channels=4).conv2d_filter_gradient().shape
+        (3, 3, 2, 4)
+        """
+        dy = self.out_backprop() if out_backprop is None else out_backprop
+        return ops.conv2d_backprop_filter(self.input(), list(self.geometry.filter_shape), dy, **self._op_kwargs())
+
     def depthwise_filter_gradient(self) -> np.ndarray:
         """dL/dW of the depthwise convolution ``[KH, KW, C, M]``, from the convviz kernel.
 
