@@ -30,6 +30,11 @@ struct Conv2dForwardArgs : ConvDims {
     idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems;
     int direct, exact_edges;
     void* packed;
+    // Channel blocks (2 vectors of a group's output channels; the last may be 1)
+    // per group, and whether units are blocks (a filter bigger than the input:
+    // each block's filter stays in cache over every row) rather than rows.
+    idx blocks_per_group;
+    int by_block;
 };
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
@@ -38,6 +43,8 @@ void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64);
 // One output row (row = n * OH + oh) of the call `args` (a Conv2dForwardArgs), with
 // `scratch` of scratch_elems elements, zeroed before first use (a UnitFn of _cvz.pxd).
 void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
+// One channel block (block = g * blocks_per_group + b) over every output row (a UnitFn).
+void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch);
 
 }  // namespace cvz
 
@@ -59,6 +66,7 @@ typedef void (*RowFn)(const Conv2dForwardArgs*, idx, void*);
 const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_prepare);
 const PackFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_pack);
 const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_row);
+const RowFn block_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_channel_block);
 }  // namespace
 
 void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
@@ -67,6 +75,10 @@ void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(pack
 
 void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch) {
     isa_pick(row_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), row, scratch);
+}
+
+void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch) {
+    isa_pick(block_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), block, scratch);
 }
 
 }  // namespace cvz
@@ -104,7 +116,10 @@ struct Conv2dForwardScratch {
     T* rows;
     T* out_row;
     idx* slot_key;  // n * H + ih + 1 of the row in each slot (0: empty)
-    const T** tap_a;
+    idx* slot_of;   // the slot of each kernel row, for the current output row
+    idx* kept;      // whether a slot holds a row the current output row reads
+    const T** tap_base;  // a tap's first input pixel, channel 0
+    const T** tap_a;     // ... and of this group's channels
     const T** tap_b;
     const T** tile_a;
     idx* tap_kh;
@@ -118,9 +133,12 @@ static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForward
     s.rows = (T*)raw;
     s.out_row = s.rows + round_up(a->KH * a->row_pixels * a->Cin, 16);
     s.slot_key = (idx*)(s.out_row + round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16));
-    s.tap_kh = s.slot_key + a->KH;
+    s.slot_of = s.slot_key + a->KH;
+    s.kept = s.slot_of + a->KH;
+    s.tap_kh = s.kept + a->KH;
     s.tap_kw = s.tap_kh + taps;
-    s.tap_a = (const T**)(s.tap_kw + taps);
+    s.tap_base = (const T**)(s.tap_kw + taps);
+    s.tap_a = s.tap_base + taps;
     s.tap_b = s.tap_a + taps;
     s.tile_a = s.tap_b + taps;
     return s;
@@ -148,7 +166,13 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     const idx taps = a->KH * a->KW;
     a->scratch_elems = round_up(a->KH * a->row_pixels * a->Cin, 16) +
                        round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
-                       (idx)(((a->KH + 2 * taps) * sizeof(idx) + 3 * taps * sizeof(void*)) / sizeof(T)) + 16;
+                       (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
+    a->blocks_per_group = (a->cout_g_pad / a->V + 1) / 2;
+    // By channel blocks when the filter outweighs a batch of input: rows would
+    // stream the whole filter through the cache once per output row.
+    const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
+    const double input_elems = (double)a->N * a->H * a->W * a->Cin;
+    a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
 }
 
 // Pack the HWIO filter as [KH][KW][G][cin_g][cout_g_pad] in the compute type,
@@ -157,19 +181,16 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
 template <class T>
 static void conv2d_forward_pack(Conv2dForwardArgs* a) {
     T* packed = (T*)a->packed;
-    bool nonfinite = false;
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw)
-            for (idx g = 0; g < a->G; ++g)
-                for (idx ci = 0; ci < a->cin_g; ++ci) {
-                    T* dst = packed + (((kh * a->KW + kw) * a->G + g) * a->cin_g + ci) * a->cout_g_pad;
-                    const idx src = kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + g * a->cout_g * a->w_s[3];
-                    for (idx co = 0; co < a->cout_g; ++co) {
-                        dst[co] = load_as<T>(a->w, a->w_type, src + co * a->w_s[3]);
-                        nonfinite |= nonfinite_bits(dst[co]);
-                    }
-                    for (idx co = a->cout_g; co < a->cout_g_pad; ++co) dst[co] = 0;
-                }
+            for (idx g = 0; g < a->G; ++g)  // cin_g rows of cout_g channels, converted as runs
+                gather_rows<T>(packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad, a->cout_g_pad,
+                               a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3],
+                               a->cin_g, a->w_s[2], a->cout_g, a->w_s[3]);
+    // The padding channels are zero (the buffer comes zeroed).
+    bool nonfinite = false;
+    const idx total = a->KH * a->KW * a->G * a->cin_g * a->cout_g_pad;
+    for (idx i = 0; i < total; ++i) nonfinite |= nonfinite_bits(packed[i]);
     a->exact_edges = nonfinite;
 }
 
@@ -202,7 +223,7 @@ CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const 
 // One channel block of NRV vectors: tiles over [ow_begin, ow_end), then
 // (with a non-finite filter) the border columns exactly.
 template <class T, int MR, int NRV>
-static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
+static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
                                  T* out, idx out_pixel) {
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
@@ -219,85 +240,138 @@ static void conv2d_forward_block(const Conv2dForwardArgs* a, const Conv2dForward
     }
 }
 
+// Stage the input rows that output row (n, oh) reads and list its taps
+// (s.tap_base, tap_kh, tap_kw); returns their count and sets the reduction
+// length *K.  Consecutive output rows of a unit share rows: a slot is restaged
+// only when its row changes.  Without groups and dilation, a kernel row's taps
+// read consecutive pixels of contiguous channels, and the packed filter holds
+// them in the same order: the row is one tap of KW * Cin reduction channels
+// (fewer, longer runs -- what makes a 3-channel stem fast).  A non-finite
+// filter keeps the taps apart for the exact border path.
 template <class T>
-static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
-    typedef Simd<T> S;
-    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
-    const idx n = row / a->OH, oh = row % a->OH;
+static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh, idx* K) {
     const idx pitch = a->Cin, row_elems = a->row_pixels * pitch;
     // Real input columns a buffer row holds: [0, copy) at buffer pixels [pl, pl + copy).
     idx copy = a->row_pixels - a->pl;
     if (copy > a->W) copy = a->W;
     if (copy < 0) copy = 0;
-
-    // The kernel rows that read a real input row, each staged in slot kh
-    // (consecutive output rows of a thread share rows: restaged only on change).
-    // Without groups and dilation, a kernel row's taps read consecutive pixels of
-    // contiguous channels, and the packed filter holds them in the same order:
-    // the row is one tap of KW * Cin reduction channels (fewer, longer runs --
-    // what makes a 3-channel stem fast).  A non-finite filter keeps the taps
-    // apart for the exact border path.
     const bool merge = a->G == 1 && a->dw == 1 && !a->exact_edges;
-    const idx K = merge ? a->KW * a->cin_g : a->cin_g;
+    *K = merge ? a->KW * a->cin_g : a->cin_g;
+    // The slots that already hold a row this output row reads keep it; the others
+    // take the rows still missing (a row is staged once while a unit's rows pass).
+    idx* slot_of = s.slot_of;
+    idx* kept = s.kept;
+    for (idx j = 0; j < a->KH; ++j) kept[j] = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx ih = oh * a->sh - a->pt + kh * a->dh;
+        slot_of[kh] = -1;
+        if (ih < 0 || ih >= a->H) continue;
+        for (idx j = 0; j < a->KH; ++j)
+            if (s.slot_key[j] == n * a->H + ih + 1) {
+                slot_of[kh] = j;
+                kept[j] = 1;
+            }
+    }
+    idx free_slot = 0;
     idx n_taps = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx ih = oh * a->sh - a->pt + kh * a->dh;
         if (ih < 0 || ih >= a->H) continue;
-        T* slot = s.rows + kh * row_elems;
-        const idx key = n * a->H + ih + 1;
-        if (s.slot_key[kh] != key) {
-            gather_rows<T>(slot + a->pl * pitch, pitch, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], copy,
-                           a->x_s[2], a->Cin, a->x_s[3]);
-            s.slot_key[kh] = key;
+        if (slot_of[kh] < 0) {
+            while (kept[free_slot]) ++free_slot;
+            kept[free_slot] = 1;
+            slot_of[kh] = free_slot;
+            gather_rows<T>(s.rows + free_slot * row_elems + a->pl * pitch, pitch, a->x, a->x_type,
+                           n * a->x_s[0] + ih * a->x_s[1], copy, a->x_s[2], a->Cin, a->x_s[3]);
+            s.slot_key[free_slot] = n * a->H + ih + 1;
         }
+        const T* slot = s.rows + slot_of[kh] * row_elems;
         for (idx kw = 0; kw < (merge ? 1 : a->KW); ++kw) {
             s.tap_kh[n_taps] = kh;
             s.tap_kw[n_taps] = kw;
-            s.tap_a[n_taps] = slot + kw * a->dw * pitch;
+            s.tap_base[n_taps] = slot + kw * a->dw * pitch;
             ++n_taps;
         }
     }
+    return n_taps;
+}
 
-    T* out_base;
-    idx out_pixel, out_group;
-    if (a->direct) {
-        out_base = (T*)a->y + n * a->y_s[0] + oh * a->y_s[1];
-        out_pixel = a->y_s[2];
-        out_group = a->cout_g;
-    } else {
-        out_base = s.out_row;
-        out_pixel = a->G * a->cout_g_pad;
-        out_group = a->cout_g_pad;
-    }
+// Channel blocks [b_begin, b_end) of output row (n, oh), stored at `out`
+// (pixel stride out_pixel; group g's channels at g * out_group).
+template <class T>
+static void conv2d_forward_blocks(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
+                                  idx b_begin, idx b_end, T* out, idx out_pixel, idx out_group) {
+    typedef Simd<T> S;
     const T* packed = (const T*)a->packed;
     const idx group_taps = a->G * a->cin_g * a->cout_g_pad;  // packed elements per tap
-    for (idx g = 0; g < a->G; ++g) {
+    for (idx b = b_begin; b < b_end; ++b) {
+        const idx g = b / a->blocks_per_group, c0 = (b % a->blocks_per_group) * 2 * S::V;
+        const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+        T* dst = out + g * out_group + c0;
         if (n_taps == 0) {  // every kernel row is in the padding: an empty sum
             for (idx ow = 0; ow < a->OW; ++ow)
-                for (idx c = 0; c < a->cout_g_pad; c += S::V)
-                    S::store(out_base + ow * out_pixel + g * out_group + c, S::zero());
+                for (int q = 0; q < nrv; ++q) S::store(dst + ow * out_pixel + q * S::V, S::zero());
             continue;
         }
-        if (g > 0)  // on to this group's input channels
-            for (idx t = 0; t < n_taps; ++t) s.tap_a[t] += a->cin_g;
-        idx c0 = 0;
-        for (; c0 + 2 * S::V <= a->cout_g_pad; c0 += 2 * S::V) {
-            for (idx t = 0; t < n_taps; ++t)
-                s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
-                             g * a->cin_g * a->cout_g_pad + c0;
-            conv2d_forward_block<T, FWD_MR2, 2>(a, s, n_taps, K, out_base + g * out_group + c0, out_pixel);
+        for (idx t = 0; t < n_taps; ++t) {
+            s.tap_a[t] = s.tap_base[t] + g * a->cin_g;
+            s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps + g * a->cin_g * a->cout_g_pad + c0;
         }
-        if (c0 < a->cout_g_pad) {
-            for (idx t = 0; t < n_taps; ++t)
-                s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps +
-                             g * a->cin_g * a->cout_g_pad + c0;
-            conv2d_forward_block<T, FWD_MR1, 1>(a, s, n_taps, K, out_base + g * out_group + c0, out_pixel);
-        }
+        if (nrv == 2)
+            conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, n_taps, K, dst, out_pixel);
+        else
+            conv2d_forward_tiles<T, FWD_MR1, 1>(a, s, n_taps, K, dst, out_pixel);
     }
+}
+
+// Where a row's results go: straight into y, or the row buffer (then scattered).
+template <class T>
+static inline T* conv2d_forward_out(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh,
+                                    idx* out_pixel, idx* out_group) {
+    if (a->direct) {
+        *out_pixel = a->y_s[2];
+        *out_group = a->cout_g;
+        return (T*)a->y + n * a->y_s[0] + oh * a->y_s[1];
+    }
+    *out_pixel = a->G * a->cout_g_pad;
+    *out_group = a->cout_g_pad;
+    return s.out_row;
+}
+
+// Channels [c0, c0 + count) of group g of the row buffer into y (its dtype and layout).
+template <class T>
+static inline void conv2d_forward_scatter(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh,
+                                          idx g, idx c0, idx count) {
+    scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + (g * a->cout_g + c0) * a->y_s[3], a->OW,
+                    a->y_s[2], count, a->y_s[3], s.out_row + g * a->cout_g_pad + c0, a->G * a->cout_g_pad);
+}
+
+template <class T>
+static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
+    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
+    const idx n = row / a->OH, oh = row % a->OH;
+    idx K, out_pixel, out_group;
+    const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &K);
+    T* out = conv2d_forward_out<T>(a, s, n, oh, &out_pixel, &out_group);
+    conv2d_forward_blocks<T>(a, s, n_taps, K, 0, a->G * a->blocks_per_group, out, out_pixel, out_group);
     if (!a->direct)
-        for (idx g = 0; g < a->G; ++g)
-            scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + g * a->cout_g * a->y_s[3], a->OW,
-                            a->y_s[2], a->cout_g, a->y_s[3], s.out_row + g * a->cout_g_pad, out_pixel);
+        for (idx g = 0; g < a->G; ++g) conv2d_forward_scatter<T>(a, s, n, oh, g, 0, a->cout_g);
+}
+
+template <class T>
+static void conv2d_forward_channel_block(const Conv2dForwardArgs* a, idx block, void* raw) {
+    typedef Simd<T> S;
+    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
+    const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
+    const idx count = a->cout_g - c0 < 2 * S::V ? a->cout_g - c0 : 2 * S::V;
+    for (idx row = 0; row < a->N * a->OH; ++row) {
+        const idx n = row / a->OH, oh = row % a->OH;
+        idx K, out_pixel, out_group;
+        const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &K);
+        T* out = conv2d_forward_out<T>(a, s, n, oh, &out_pixel, &out_group);
+        conv2d_forward_blocks<T>(a, s, n_taps, K, block, block + 1, out, out_pixel, out_group);
+        if (!a->direct && count > 0) conv2d_forward_scatter<T>(a, s, n, oh, g, c0, count);
+    }
 }
 
 #endif  // CVZ_PER_ISA_PASS

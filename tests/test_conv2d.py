@@ -66,6 +66,9 @@ WIDE = [
     (2, 6, 17, 24, 40, 2, 3, 2),
     (1, 5, 40, 7, 9, 1, 5, 5),
     (1, 8, 8, 64, 64, 4, 1, 1),
+    # A filter bigger than the input: the kernel walks channel blocks over every row.
+    (2, 3, 4, 16, 48, 2, 3, 3),
+    (1, 5, 5, 40, 72, 1, 3, 3),
 ]
 
 
@@ -89,6 +92,21 @@ def test_wide_channels_on_every_simd_variant(case, data_format, dtype, rng):
                 got = convviz.conv2d(x, filt, **kwargs)
             assert got.dtype == DTYPES[dtype]
             assert_close_to_reference(got, exact, bound, dtype)
+
+
+@pytest.mark.parametrize("shape", [(2, 7, 6, 4, 6, 2), (1, 4, 5, 24, 40, 1)], ids=["by-rows", "by-channel-blocks"])
+def test_nan_in_the_filter_reaches_only_its_cells_in_both_work_splits(shape, rng):
+    n, h, w, cin, cout, groups = shape
+    x = rng.standard_normal((n, h, w, cin)).astype(np.float32)
+    filt = rng.standard_normal((3, 3, cin // groups, cout)).astype(np.float32)
+    filt[0, 2, 1, 3] = np.nan
+    for isa in ISAS:
+        with cpu.use_isa(isa):
+            got = convviz.conv2d(x, filt, [1, 1], "SAME", dilations=[2, 1])
+        with np.errstate(invalid="ignore"):
+            exact = reference.conv2d(x, filt, [1, 1], "SAME", dilations=[2, 1])
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
+        assert np.isnan(exact).any() and not np.isnan(exact).all()
 
 
 def test_strided_views_give_the_same_bits(rng):

@@ -49,10 +49,13 @@ cdef extern from * namespace "cvz" nogil:
         idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems
         int direct, exact_edges
         void* packed
+        idx blocks_per_group
+        int by_block
 
     void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch)
+    void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch)
 
 
 def last_scratch_bytes():
@@ -88,16 +91,19 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
-    cdef idx rows = a.N * a.OH
+    # Units: output rows, or channel blocks when the filter outweighs the input
+    # (then each block's part of the filter stays in cache over every row).
+    cdef idx units = a.G * a.blocks_per_group if a.by_block else a.N * a.OH
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
     cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cin_g * a.cout_g_pad) * elem
     cdef Py_ssize_t used = packed_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)
         with nogil:
             conv2d_forward_pack(&a, isa, f64)
-        used += run_units(conv2d_forward_row, &a, isa, f64, rows, threads, scratch_bytes)
+        used += run_units(conv2d_forward_block if a.by_block else conv2d_forward_row, &a, isa, f64, units, threads,
+                          scratch_bytes)
     finally:
         free_aligned(a.packed)
     record_scratch(used)
