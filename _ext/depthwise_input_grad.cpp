@@ -25,9 +25,10 @@ struct DepthwiseInputGradArgs : ConvDims {
     void* dx; int dx_type; idx dx_s[4];
     // Filled in by prepare(): the vector width, input channels padded to it,
     // whether dy rows are read in place and results stored straight into dx, the
-    // per-thread scratch size.  The caller allocates `packed`
-    // ([KH][KW][M][c_pad] of the compute type), which pack() fills.
-    idx V, c_pad, scratch_elems;
+    // per-thread scratch size.  The caller allocates `packed` (packed_elems of
+    // the compute type: the filter [KH][KW][M][c_pad], then for each input column
+    // the (output column, kernel column) pairs that read it), which pack() fills.
+    idx V, c_pad, scratch_elems, packed_elems;
     int dy_direct, dx_direct;
     void* packed;
 };
@@ -94,9 +95,17 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
     a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
+    a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
+                      (idx)(a->W * (1 + 2 * a->KW) * sizeof(idx) / sizeof(T)) + 16;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->OW * a->cout_g * a->c_pad, 16) +
                        round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16) +
                        (idx)(4 * a->KH * sizeof(idx) / sizeof(T)) + 16;
+}
+
+// The column table after the packed filter (see DepthwiseInputGradArgs::packed).
+template <class T>
+static inline idx* depthwise_input_grad_columns(const DepthwiseInputGradArgs* a) {
+    return (idx*)((T*)a->packed + round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16));
 }
 
 // [KH][KW][M][c_pad] in the compute type, zero in the padding channels.
@@ -112,6 +121,22 @@ static void depthwise_input_grad_pack(DepthwiseInputGradArgs* a) {
                     dst[c] = load_as<T>(a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + c * a->w_s[2] + m * a->w_s[3]);
                 for (idx c = a->Cin; c < a->c_pad; ++c) dst[c] = 0;
             }
+    // Column pairs: which output columns (and through which kernel column) read
+    // input column iw -- the divisions of the scatter, done once per call.
+    idx* count = depthwise_input_grad_columns<T>(a);
+    idx* ow_of = count + a->W;
+    idx* kw_of = ow_of + a->W * a->KW;
+    for (idx iw = 0; iw < a->W; ++iw) {
+        idx k = 0;
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const idx t = iw + a->pl - kw * a->dw;  // = ow * sw for the output column that reads iw
+            if (t < 0 || t % a->sw != 0 || t / a->sw >= a->OW) continue;
+            ow_of[iw * a->KW + k] = t / a->sw;
+            kw_of[iw * a->KW + k] = kw;
+            ++k;
+        }
+        count[iw] = k;
+    }
 }
 
 // One input pixel iw, channel vector c0: every (kernel row, column, m) whose
@@ -125,13 +150,14 @@ static inline typename Simd<T>::vec depthwise_input_grad_pixel(const DepthwiseIn
     typedef typename S::vec vec;
     const T* packed = (const T*)a->packed;
     const idx M = a->cout_g;
+    const idx* count = depthwise_input_grad_columns<T>(a);
+    const idx* ow_of = count + a->W + iw * a->KW;
+    const idx* kw_of = count + a->W + a->W * a->KW + iw * a->KW;
     vec acc = S::zero();
     for (idx i = 0; i < n_rows; ++i)
-        for (idx kw = 0; kw < a->KW; ++kw) {
-            const idx t = iw + a->pl - kw * a->dw;  // = ow * sw for the output column that reads iw
-            if (t < 0 || t % a->sw != 0 || t / a->sw >= a->OW) continue;
-            const T* d = rows[i] + (t / a->sw) * pixel + c0;
-            const T* w = packed + (kh_of[i] * a->KW + kw) * M * a->c_pad + c0;
+        for (idx j = 0; j < count[iw]; ++j) {
+            const T* d = rows[i] + ow_of[j] * pixel + c0;
+            const T* w = packed + (kh_of[i] * a->KW + kw_of[j]) * M * a->c_pad + c0;
             for (idx m = 0; m < M; ++m) acc = S::fma(S::load(d + m * m_step), S::load(w + m * a->c_pad), acc);
         }
     return acc;

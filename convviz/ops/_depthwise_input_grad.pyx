@@ -41,7 +41,7 @@ cdef extern from * namespace "cvz" nogil:
         void* dx
         int dx_type
         idx dx_s[4]
-        idx V, c_pad, scratch_elems
+        idx V, c_pad, scratch_elems, packed_elems
         int dy_direct, dx_direct
         void* packed
 
@@ -84,7 +84,7 @@ def depthwise_input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filt
     cdef idx rows = a.N * a.H
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
-    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.cout_g * a.c_pad) * elem
+    cdef size_t packed_bytes = <size_t>a.packed_elems * elem
     cdef Py_ssize_t used = packed_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)
