@@ -29,6 +29,8 @@ from .geometry import AxisGeometry, ConvGeometry
 from . import ops
 from .ops import *  # noqa: F403 -- every op's public function (convviz.ops.__all__)
 from . import compat, errors, geometry, reference
+from . import layers
+from .layers import gradcheck
 
 __all__ = [
     "AxisGeometry",
@@ -40,6 +42,8 @@ __all__ = [
     "errors",
     "explore",
     "geometry",
+    "gradcheck",
+    "layers",
     "openmp_enabled",
     "reference",
     "show_versions",
