@@ -33,6 +33,7 @@ struct Conv2dFilterGradArgs : ConvDims {
     // chunk, the per-thread scratch size.  The caller allocates `acc`
     // (n_tiles tiles of tile_elems elements of the compute type, zeroed).
     idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems;
+    idx block_vectors;  // vectors of output channels per tile: 2, or 4 for a few input channels
     void* acc;
 };
 
@@ -102,9 +103,12 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->cout_g_pad = round_up(a->cout_g, a->V);
     a->mr = FG_MR;
     a->ci_tiles = (a->cin_g + FG_MR - 1) / FG_MR;
-    a->c_blocks = (a->cout_g_pad / a->V + 1) / 2;
+    // A group with at most MR/4 input channels (a network's stem) fills MR/4-row
+    // tiles: 4 vectors of output channels then keep the FMA units busy per load.
+    a->block_vectors = a->cin_g <= (FG_MR + 3) / 4 && a->cout_g_pad >= 4 * a->V ? 4 : 2;
+    a->c_blocks = (a->cout_g_pad / a->V + a->block_vectors - 1) / a->block_vectors;
     a->n_tiles = a->KH * a->KW * a->G * a->ci_tiles * a->c_blocks;
-    a->tile_elems = FG_MR * 2 * a->V;
+    a->tile_elems = FG_MR * a->block_vectors * a->V;
     idx rows = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
     if (rows < 1) rows = 1;
     if (rows > 64) rows = 64;
@@ -166,6 +170,12 @@ static inline void filter_grad_tile_for(idx rows, const T* const* a_rows, const 
         filter_grad_tile<T, quarter, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
 }
 
+// Vectors of output channels in the tile whose channels start at c0.
+static inline idx filter_grad_vectors(const Conv2dFilterGradArgs* a, idx c0) {
+    const idx left = (a->cout_g_pad - c0) / a->V;
+    return left < a->block_vectors ? left : a->block_vectors;
+}
+
 template <class T>
 static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
     typedef Simd<T> S;
@@ -209,7 +219,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             const idx g = rest % a->G;
             const idx tap = rest / a->G;
             const idx kh = tap / a->KW, kw = tap % a->KW;
-            const idx ci0 = ct * FG_MR, c0 = cb * 2 * S::V;
+            const idx ci0 = ct * FG_MR, c0 = cb * a->block_vectors * S::V;
             const idx lo = a->ow_first[kw], hi = a->ow_last[kw];
             idx used = 0;
             for (idx r = 0; r < n_rows; ++r) {
@@ -223,10 +233,12 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             if (used == 0) continue;
             const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
             T* t = acc + tile * a->tile_elems;
-            if (c0 + S::V < a->cout_g_pad)
-                filter_grad_tile_for<T, 2>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
-            else
-                filter_grad_tile_for<T, 1>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+            switch (filter_grad_vectors(a, c0)) {
+                case 4: filter_grad_tile_for<T, 4>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                case 3: filter_grad_tile_for<T, 3>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                case 2: filter_grad_tile_for<T, 2>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                default: filter_grad_tile_for<T, 1>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+            }
         }
     }
 
@@ -240,8 +252,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         const idx g = rest % a->G;
         const idx tap = rest / a->G;
         const idx kh = tap / a->KW, kw = tap % a->KW;
-        const idx ci0 = ct * FG_MR, c0 = cb * 2 * S::V;
-        const idx nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+        const idx ci0 = ct * FG_MR, c0 = cb * a->block_vectors * S::V;
+        const idx nrv = filter_grad_vectors(a, c0);
         const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
         const idx cols = a->cout_g - c0 < nrv * S::V ? a->cout_g - c0 : nrv * S::V;
         const T* t = acc + tile * a->tile_elems;

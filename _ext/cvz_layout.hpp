@@ -65,6 +65,10 @@ template <class T, int TYPE>
 static void gather_rows_t(T* dst, idx dst_stride, const void* src, idx offset, idx n_outer, idx s_outer,
                           idx n_inner, idx s_inner, idx repeat) {
     if (s_inner == 1 && repeat == 1) {
+        if (s_outer == n_inner && dst_stride == n_inner) {  // rows packed on both sides: one run
+            convert_run<T, TYPE>(dst, src, offset, n_outer * n_inner);
+            return;
+        }
         for (idx i = 0; i < n_outer; ++i) convert_run<T, TYPE>(dst + i * dst_stride, src, offset + i * s_outer, n_inner);
         return;
     }

@@ -52,6 +52,8 @@ WIDE = [
     (1, 6, 17, 30, 40, 2, 3, 2),
     (1, 11, 11, 3, 64, 1, 7, 7),
     (3, 5, 5, 64, 24, 4, 1, 1),
+    # Few input channels: tiles of 4 vectors of output channels (then 3, 2 or 1 at the end).
+    (1, 9, 9, 2, 112, 1, 3, 3),
 ]
 
 
