@@ -10,6 +10,7 @@ is made.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +59,32 @@ def use_isa(name: str) -> Iterator[None]:
         yield
     finally:
         _ISA, ISA_CODE = previous, _ISA_CODES[previous]
+
+
+# Results of at least this many bytes are allocated on a cache-line boundary: NumPy's
+# large buffers start 16 bytes into a page, so every 64-byte vector store of the
+# kernels would straddle two cache lines.
+ALIGNED_FROM_BYTES = 1 << 16
+CACHE_LINE = 64
+
+
+def empty_result(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised result array, 64-byte aligned when it is large (see above).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convviz._backends.cpu import empty_result
+    >>> a = empty_result((256, 256), np.dtype(np.float32))
+    >>> a.shape, a.dtype, a.ctypes.data % 64, a.flags.c_contiguous, a.flags.writeable
+    ((256, 256), dtype('float32'), 0, True, True)
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < ALIGNED_FROM_BYTES:
+        return np.empty(shape, dtype=dtype)
+    buffer = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+    start = -buffer.ctypes.data % CACHE_LINE
+    return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def kernel_view(array: np.ndarray) -> np.ndarray:

@@ -89,7 +89,7 @@ class Plan(cpu.ConvPlan):
         super().__init__(g, call.dtype, g.output_shape, 0 in g.output_shape)
 
     def run(self, x: np.ndarray, filt: np.ndarray, n_threads: int) -> np.ndarray:
-        result = np.empty(self.shape, dtype=self.dtype)
+        result = cpu.empty_result(self.shape, self.dtype)
         if self.empty:
             return result
         xv = kernel_view(x)

@@ -89,7 +89,7 @@ class Plan(cpu.ConvPlan):
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
             return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
-        result = np.empty(self.shape, dtype=self.dtype)
+        result = cpu.empty_result(self.shape, self.dtype)
         dy = kernel_view(out_backprop)
         code = self.code
         _kernel(dy.transpose(0, 2, 3, 1) if self.nchw else dy, code, kernel_view(filt), code,

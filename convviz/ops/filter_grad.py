@@ -91,7 +91,7 @@ class Plan(cpu.ConvPlan):
     def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
             return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
-        result = np.empty(self.shape, dtype=self.dtype)
+        result = cpu.empty_result(self.shape, self.dtype)
         xv, dy = kernel_view(x), kernel_view(out_backprop)
         if self.nchw:
             xv, dy = xv.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)

@@ -100,7 +100,7 @@ class Plan(cpu.ConvPlan):
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
             return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
-        result = np.empty(self.shape, dtype=self.dtype)
+        result = cpu.empty_result(self.shape, self.dtype)
         nchw = self.nchw
         if self.int32:
             # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
