@@ -105,8 +105,6 @@ void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* s
 constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
-static inline idx conv2d_forward_mr_max() { return FWD_MR2 > FWD_MR1 ? FWD_MR2 : FWD_MR1; }
-
 // Per-thread scratch, carved from one allocation: KH staged input rows
 // [row_pixels][Cin] (zero outside the real columns), the output row
 // [OW][G][cout_g_pad] when tiles cannot store into y, which input row each
@@ -150,10 +148,10 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->cout_g_pad = round_up(a->cout_g, a->V);
     const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
     a->direct = y_same && a->y_s[3] == 1 && a->cout_g_pad == a->cout_g;
-    // Buffer pixel j holds input column j - pl.  Tiles may compute up to a
-    // whole tile past the last output column (they store only what exists).
+    // Buffer pixel j holds input column j - pl; output column ow reads pixels
+    // ow * sw + kw * dw (tiles never pass the last output column).
     const idx span = (a->KW - 1) * a->dw + 1;
-    a->row_pixels = (a->OW + conv2d_forward_mr_max()) * a->sw + span;
+    a->row_pixels = (a->OW > 0 ? (a->OW - 1) * a->sw : 0) + span;
     // Output columns whose every tap reads a real column: ow*sw >= pl and
     // ow*sw - pl + span - 1 <= W - 1.
     idx lo = (a->pl + a->sw - 1) / a->sw;
@@ -228,11 +226,29 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
     const idx begin = exact ? a->ow_lo : 0, end = exact ? a->ow_hi : a->OW;
+    // Whole tiles, then halves, quarters and single pixels: a tile never computes
+    // a pixel past the row, so the staged rows need no slack (with a huge stride,
+    // slack of a tile's width would be a huge buffer).
+    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
     idx ow = begin;
-    while (ow < end) {
+    for (; ow < end;) {
+        const idx rest = end - ow;
         for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * a->sw * pitch;
-        ow += gemm_tiles<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, a->sw * pitch, K, a->cout_g_pad,
-                                     out + ow * out_pixel, out_pixel, end - ow);
+        T* dst = out + ow * out_pixel;
+        const idx step = a->sw * pitch;
+        if (rest >= MR) {
+            gemm_tile<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, MR);
+            ow += MR;
+        } else if (rest >= half) {
+            gemm_tile<T, half, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, half);
+            ow += half;
+        } else if (rest >= quarter) {
+            gemm_tile<T, quarter, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, quarter);
+            ow += quarter;
+        } else {
+            gemm_tile<T, 1, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, 1);
+            ow += 1;
+        }
     }
     if (exact) {
         conv2d_forward_exact<T, NRV>(a, s, n_taps, 0, a->ow_lo, out, out_pixel);

@@ -134,6 +134,7 @@ static void depthwise_filter_grad_taps(const DepthwiseFilterGradArgs* a, const T
         if (ow_first[t] > lo) lo = ow_first[t];
         if (ow_last[t] < hi) hi = ow_last[t];
     }
+    if (lo > ow_end) lo = ow_end;  // a tap that reads no real pixel here (a dilation wider than the row)
     if (hi < lo) hi = lo;
     const idx step = a->sw * x_pixel;
     for (idx q = 0; q < a->cm_pad; q += S::V) {

@@ -218,6 +218,19 @@ def check_allocation(shape: tuple[int, ...], itemsize: int, what: str, op: str, 
         )
 
 
+def check_scratch(nbytes: int, what: str, op: str, window_note: str) -> None:
+    """Refuse a call whose kernel scratch (per thread, times the threads there may be) would not
+    fit in half of this machine's memory -- an absurd window, such as a dilation far wider than
+    the input with SAME padding -- with a clear error instead of a MemoryError."""
+    limit = physical_memory_bytes() // 2
+    total = nbytes * max(1, os.cpu_count() or 1)
+    if total > limit:
+        raise InvalidArgumentError(
+            f"{op}: {what} would need {total / 2**30:.3g} GiB, more than half of this machine's memory "
+            f"({limit / 2**30:.3g} GiB): {window_note}"
+        )
+
+
 # -- window parameters (shared by both ops) -----------------------------------------
 @dataclass(frozen=True)
 class Window:

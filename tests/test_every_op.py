@@ -131,3 +131,76 @@ def test_bad_input_is_refused_before_any_work(op, rng):
     args[last] = args[last].astype(np.float64)
     with pytest.raises(TypeError, match=f"^{op.name}: {name} must have the same dtype"):
         op.run(*args, None)
+
+
+def _malformed_calls(op, rng):
+    """Calls of ``op`` with one argument broken the ways TensorFlow's CPU kernels have crashed on
+    (empty, scalar, huge or negative sizes and windows): each must raise or return, never crash."""
+    base = list(op.example(rng, np.float32, "NHWC"))
+    n_args = len(op.args)
+    variants = []
+    for i, name in enumerate(op.args):
+        if i in op.tensor_positions:
+            for bad in (np.ones((), np.float32), np.ones((1, 1, 1), np.float32), np.ones((0, 3, 3, 2), np.float32),
+                        np.ones((1, 2**16, 2**16, 0), np.float32)):
+                variants.append((name, i, bad))
+        else:  # a shape list
+            for bad in ([], [2**31 - 1] * 4, [-1, 3, 3, 2], [0, 0, 0, 0], [1, 2**62, 2**62, 1]):
+                variants.append((name, i, bad))
+    for name, offset, values in (("strides", 0, ([], [1, 2**31 - 1, 2**31 - 1, 1], [0, 0])),
+                                 ("padding", 1, ("bogus", "")),
+                                 ("explicit_paddings", 2, ([0, 0, -1, 1, 1, 1, 0, 0], [0] * 7)),
+                                 ("dilations", 4, ([1, 2**31 - 1, 2**31 - 1, 1], [0, 1]))):
+        for bad in values:
+            variants.append((name, n_args + offset, bad))
+    for name, position, bad in variants:
+        args = list(base)
+        args[position] = bad
+        if name == "explicit_paddings":
+            args[n_args + 1] = "EXPLICIT"
+        yield name, args
+
+
+def test_malformed_calls_never_crash_the_interpreter():
+    """Every record, every malformed call, in a child process: it must end normally and
+    each call must raise InvalidArgumentError/TypeError or return."""
+    code = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from test_every_op import _malformed_calls
+from convviz.ops import OPS
+rng = np.random.default_rng(0)
+count = 0
+for op in OPS:
+    for name, args in _malformed_calls(op, rng):
+        try:
+            op.run(*args, None)
+        except (ValueError, TypeError):
+            pass
+        except MemoryError:
+            raise SystemExit(f"{op.name}: {name}: MemoryError instead of a clear refusal")
+        count += 1
+print("survived", count)
+"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "survived" in result.stdout and int(result.stdout.split()[-1]) > 20 * len(OPS)
+
+
+@ops
+def test_concurrent_calls_from_python_threads_give_the_same_bits(op, rng):
+    """Calls of one op from several Python threads at once (each kernel multithreaded too):
+    every result is bitwise the single call's -- no shared scratch, no racing plan cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    args = op.example(rng, np.float32, "NHWC")
+    expected = op.run(*args, 1).tobytes()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda n: op.run(*args, 1 + n % 3).tobytes(), range(48)))
+    assert all(r == expected for r in results)

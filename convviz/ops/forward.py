@@ -61,6 +61,12 @@ def validate(
         groups=group_count, data_format=window.data_format,
     )
     v.check_allocation(geometry.output_shape, max(dtype.itemsize, 4), "the output", op, on_gpu)
+    if not on_gpu:  # the CPU kernel stages each input row it reads, padding included, per kernel row
+        cols = geometry.cols
+        staged = (max(geometry.output_hw[1] - 1, 0) * cols.stride + cols.effective_kernel_size) * in_channels
+        v.check_scratch(staged * kernel_h * (8 if dtype == np.float64 else 4), "the kernel's staged input rows",
+                        op, f"the window (stride {cols.stride}, dilation {cols.dilation}) is far wider than "
+                            f"the input's {width} columns")
     return Call(geometry, input, filter, dtype, threads)
 
 
