@@ -226,30 +226,15 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
     const idx begin = exact ? a->ow_lo : 0, end = exact ? a->ow_hi : a->OW;
-    // Whole tiles, then halves, quarters and single pixels: a tile never computes
-    // a pixel past the row, so the staged rows need no slack (with a huge stride,
-    // slack of a tile's width would be a huge buffer).
-    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
-    idx ow = begin;
-    for (; ow < end;) {
-        const idx rest = end - ow;
-        for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * a->sw * pitch;
-        T* dst = out + ow * out_pixel;
-        const idx step = a->sw * pitch;
-        if (rest >= MR) {
-            gemm_tile<T, MR, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, MR);
-            ow += MR;
-        } else if (rest >= half) {
-            gemm_tile<T, half, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, half);
-            ow += half;
-        } else if (rest >= quarter) {
-            gemm_tile<T, quarter, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, quarter);
-            ow += quarter;
-        } else {
-            gemm_tile<T, 1, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad, dst, out_pixel, 1);
-            ow += 1;
-        }
-    }
+    // Exact tiles (cvz_tiles.hpp): a tile never computes a pixel past the row, so
+    // the staged rows need no slack (with a huge stride, slack of a tile's width
+    // would be a huge buffer).
+    const idx step = a->sw * pitch;
+    exact_tiles<MR>(begin, end, [&](auto shape, idx ow) {
+        for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * step;
+        gemm_tile<T, decltype(shape)::value, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad,
+                                                  out + ow * out_pixel, out_pixel, decltype(shape)::value);
+    });
     if (exact) {
         conv2d_forward_exact<T, NRV>(a, s, n_taps, 0, a->ow_lo, out, out_pixel);
         conv2d_forward_exact<T, NRV>(a, s, n_taps, a->ow_hi, a->OW, out, out_pixel);

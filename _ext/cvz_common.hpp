@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #if defined(_MSC_VER)
 #include <malloc.h>
 #endif

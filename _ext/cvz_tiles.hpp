@@ -74,3 +74,22 @@ static inline idx gemm_tiles(const T* const* a_ptrs, const T* const* b_ptrs, idx
                                    out_pixel_stride, np);
     return np;
 }
+
+// Cover [begin, end) exactly with tiles: as many of MR as fit, then at most one of
+// MR/2 and one of MR/4, then single pixels -- no tile reaches past `end`.
+// tile(std::integral_constant<int, SHAPE>{}, first) handles pixels [first, first + SHAPE).
+template <int MR, class Tile>
+static inline void exact_tiles(idx begin, idx end, Tile&& tile) {
+    constexpr int half = (MR + 1) / 2, quarter = (MR + 3) / 4;
+    idx p = begin;
+    for (; p + MR <= end; p += MR) tile(std::integral_constant<int, MR>{}, p);
+    if (p + half <= end) {
+        tile(std::integral_constant<int, half>{}, p);
+        p += half;
+    }
+    if (p + quarter <= end) {
+        tile(std::integral_constant<int, quarter>{}, p);
+        p += quarter;
+    }
+    for (; p < end; ++p) tile(std::integral_constant<int, 1>{}, p);
+}

@@ -125,8 +125,7 @@ static void depthwise_forward_pack(DepthwiseForwardArgs* a) {
 // n_rows kernel rows (input row rows[i], filter row kh_of[i]) and every column.
 template <class T, int MR>
 static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
-                                          idx n_rows, idx pixel, idx ow0, idx c0, T* out, idx out_pixel,
-                                          idx n_pixels) {
+                                          idx n_rows, idx pixel, idx ow0, idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     const T* packed = (const T*)a->packed;
@@ -144,7 +143,6 @@ static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T
             for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(xk + p * step), wv, acc[p]);
         }
     }
-    (void)n_pixels;  // every call stores a whole tile
     CVZ_UNROLL(16)
     for (int p = 0; p < MR; ++p) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
 }
@@ -208,26 +206,11 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     for (idx ow = 0; ow < a->ow_lo; ++ow)
         for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
             depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
-    idx ow = a->ow_lo;
-    for (; ow + DF_MR <= a->ow_hi; ow += DF_MR)
+    exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
         for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_tile<T, DF_MR>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, DF_MR);
-    // The rest in tiles of MR/2, MR/4, then single pixels.
-    constexpr int half = DF_MR / 2, quarter = DF_MR / 4;
-    if (ow + half <= a->ow_hi) {
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_tile<T, half>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, half);
-        ow += half;
-    }
-    if (ow + quarter <= a->ow_hi) {
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_tile<T, quarter>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, quarter);
-        ow += quarter;
-    }
-    for (; ow < a->ow_hi; ++ow)
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_tile<T, 1>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel, 1);
-    for (ow = a->ow_hi; ow < a->OW; ++ow)
+            depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+    });
+    for (idx ow = a->ow_hi; ow < a->OW; ++ow)
         for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
             depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
     if (!a->y_direct)

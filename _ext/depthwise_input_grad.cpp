@@ -246,20 +246,12 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     for (; iw < iw_lo; ++iw)
         for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
             S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
-    for (; iw + DI_MR <= iw_hi; iw += DI_MR)
+    exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
         for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            depthwise_input_grad_tile<T, DI_MR>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
-    constexpr int half = DI_MR / 2, quarter = DI_MR / 4;
-    if (iw + half <= iw_hi) {
-        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            depthwise_input_grad_tile<T, half>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
-        iw += half;
-    }
-    if (iw + quarter <= iw_hi) {
-        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            depthwise_input_grad_tile<T, quarter>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0, out, out_pixel);
-        iw += quarter;
-    }
+            depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first, c0,
+                                                                 out, out_pixel);
+    });
+    iw = iw_hi;
     for (; iw < a->W; ++iw)
         for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
             S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));

@@ -112,7 +112,7 @@ class ConvPlan:
     derives from it and adds ``run``.
     """
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "ints")
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "window", "ints")
 
     def __init__(self, geometry: ConvGeometry, dtype: np.dtype, shape: tuple[int, ...], empty: bool) -> None:
         g = geometry
@@ -124,5 +124,7 @@ class ConvPlan:
         self.code = TYPE_CODES.get(dtype, -1)
         self.f64 = dtype == np.float64
         self.col_ranges = tap_ranges(g.cols)
-        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-                     g.rows.pad_before, g.cols.pad_before, g.groups)
+        # strides, dilations, top and left padding; then the group count (the dense kernels')
+        self.window = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
+                       g.rows.pad_before, g.cols.pad_before)
+        self.ints = (*self.window, g.groups)

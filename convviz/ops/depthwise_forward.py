@@ -96,7 +96,7 @@ class Plan(cpu.ConvPlan):
         code = self.code
         _kernel(xv.transpose(0, 2, 3, 1) if self.nchw else xv, code, kernel_view(filt), code,
                 result.transpose(0, 2, 3, 1) if self.nchw else result, code,
-                *self.ints[:6], n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+                *self.window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
 
 

@@ -94,7 +94,7 @@ class Plan(cpu.ConvPlan):
         code = self.code
         _kernel(dy.transpose(0, 2, 3, 1) if self.nchw else dy, code, kernel_view(filt), code,
                 result.transpose(0, 2, 3, 1) if self.nchw else result, code,
-                *self.ints[:6], n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+                *self.window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
 
 
