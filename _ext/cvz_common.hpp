@@ -41,6 +41,20 @@ namespace cvz {
 
 typedef std::ptrdiff_t idx;
 
+// Results at least this big are written with streaming stores where a kernel
+// can (aligned vectors): far bigger than the per-core caches, they would only
+// evict the inputs still to be read.
+constexpr idx STREAM_MIN_BYTES = idx(8) << 20;
+
+// Whether a kernel storing vectors of V elements of T at out + n*s[0] + h*s[1] +
+// w*s[2] + c (c a multiple of V), `rows` rows of s[1] elements in all, may use
+// streaming stores: every vector aligned, and the result at least STREAM_MIN_BYTES.
+template <class T>
+static inline bool streamable(const void* out, const idx* s, idx rows, idx V) {
+    return (std::uintptr_t)out % (V * sizeof(T)) == 0 && s[0] % V == 0 && s[1] % V == 0 && s[2] % V == 0 &&
+           s[3] == 1 && rows * s[1] * (idx)sizeof(T) >= STREAM_MIN_BYTES;
+}
+
 // Element types as the Python side names them (see convviz/_backends/cpu.py).
 enum DType : int { F16 = 0, BF16 = 1, F32 = 2, F64 = 3 };
 

@@ -18,6 +18,8 @@ struct Simd<float> {
     static inline vec zero() { return _mm512_setzero_ps(); }
     static inline vec load(const float* p) { return _mm512_loadu_ps(p); }
     static inline void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+    static inline void stream(float* p, vec v) { _mm512_stream_ps(p, v); }
+    static inline void fence() { _mm_sfence(); }
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
 #if defined(__GNUC__)
@@ -82,6 +84,8 @@ struct Simd<double> {
     static inline vec zero() { return _mm512_setzero_pd(); }
     static inline vec load(const double* p) { return _mm512_loadu_pd(p); }
     static inline void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
+    static inline void stream(double* p, vec v) { _mm512_stream_pd(p, v); }
+    static inline void fence() { _mm_sfence(); }
     static inline vec set1(double x) { return _mm512_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
 #if defined(__GNUC__)

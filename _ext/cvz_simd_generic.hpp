@@ -2,7 +2,8 @@
 // inside namespace cvz::generic (no include guard on purpose).
 //
 // The traits every kernel body is written against: vec, V (elements per vector),
-// zero, load, store, set1, fma, keep (hold a value in a register), TBLOCK and,
+// zero, load, store, stream (a store that bypasses the caches, to an address
+// aligned to the vector; fence() makes a thread's streamed stores visible), set1, fma, keep (hold a value in a register), TBLOCK and,
 // when it is > 0, transpose (a TBLOCK x TBLOCK register transpose), HALF and,
 // when it is true, load_f16/load_bf16/store_f16/store_bf16 (vector half-type
 // conversions).
@@ -13,6 +14,8 @@ struct Simd {
     static inline vec zero() { return T(0); }
     static inline vec load(const T* p) { return *p; }
     static inline void store(T* p, vec v) { *p = v; }
+    static inline void stream(T* p, vec v) { *p = v; }
+    static inline void fence() {}
     static inline vec set1(T x) { return x; }
     static inline vec fma(vec a, vec b, vec c) { return a * b + c; }
     static inline void keep(vec&) {}

@@ -93,3 +93,59 @@ static inline void exact_tiles(idx begin, idx end, Tile&& tile) {
     }
     for (; p < end; ++p) tile(std::integral_constant<int, 1>{}, p);
 }
+
+// A stencil tile for per-channel (depthwise) sums, with KW taps per row and
+// stride SW known at compile time:
+//   out[p * out_pixel] = sum over i < n_rows, k < KW of
+//       rows[i][x_off + (p * SW + k) * pixel] * w[i][k * w_step],
+//   w[i] = w0 + kh_of[i] * w_row_step,
+// added in the order of rows, then k (the order of depthwise_forward_tile);
+// stored with S::stream (bypassing the caches) when `stream`.
+// Each input vector is loaded once per row and serves every tap that reads it
+// (up to KW FMAs per load, against one in a tap-by-tap tile), so loads -- slow
+// when a caller's array is not 64-byte aligned -- no longer bound the tile.
+template <class T, int MR, int KW, int SW>
+static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, const T* w0, const idx* kh_of,
+                                idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    vec acc[MR];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (idx i = 0; i < n_rows; ++i) {
+        const T* x = rows[i] + x_off;
+        const T* w = w0 + kh_of[i] * w_row_step;
+        vec wv[KW];
+        CVZ_UNROLL(16)
+        for (int k = 0; k < KW; ++k) wv[k] = S::load(w + k * w_step);
+        CVZ_UNROLL(64)
+        for (int j = 0; j < (MR - 1) * SW + KW; ++j) {
+            const vec xv = S::load(x + j * pixel);
+            CVZ_UNROLL(16)
+            for (int k = 0; k < KW; ++k) {
+                const int q = j - k;  // = p * SW for the output pixel p that reads x[j] through tap k
+                if (q >= 0 && q % SW == 0 && q / SW < MR) acc[q / SW] = S::fma(xv, wv[k], acc[q / SW]);
+            }
+        }
+    }
+    if (stream) {  // out and out_pixel aligned to the vector (the caller checks)
+        CVZ_UNROLL(32)
+        for (int p = 0; p < MR; ++p) S::stream(out + p * out_pixel, acc[p]);
+    } else {
+        CVZ_UNROLL(32)
+        for (int p = 0; p < MR; ++p) S::store(out + p * out_pixel, acc[p]);
+    }
+}
+
+// Calls f(integral_constant<KW>, integral_constant<SW>) when stencil_tile has an
+// instantiation for this window (no dilation; 3 or 5 taps, stride 1 or 2) and
+// returns whether it did.
+template <class F>
+static inline bool with_stencil(idx KW, idx sw, idx dw, F&& f) {
+    if (dw != 1) return false;
+    if (KW == 3 && sw == 1) return f(std::integral_constant<int, 3>{}, std::integral_constant<int, 1>{}), true;
+    if (KW == 3 && sw == 2) return f(std::integral_constant<int, 3>{}, std::integral_constant<int, 2>{}), true;
+    if (KW == 5 && sw == 1) return f(std::integral_constant<int, 5>{}, std::integral_constant<int, 1>{}), true;
+    if (KW == 5 && sw == 2) return f(std::integral_constant<int, 5>{}, std::integral_constant<int, 2>{}), true;
+    return false;
+}

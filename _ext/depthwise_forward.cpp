@@ -24,11 +24,12 @@ struct DepthwiseForwardArgs : ConvDims {
     void* y; int y_type; idx y_s[4];
     // Filled in by prepare(): the vector width, output channels C*M padded to
     // it, whether input rows are read in place and outputs stored straight into
-    // y, the output columns [ow_lo, ow_hi) whose taps all read real columns, the
-    // per-thread scratch size.  The caller allocates `packed` ([KH][KW][cm_pad]
-    // of the compute type), which pack() fills.
+    // y (with streaming stores when y_stream, see streamable()), the output
+    // columns [ow_lo, ow_hi) whose taps all read real columns, the per-thread
+    // scratch size.  The caller allocates `packed` ([KH][KW][cm_pad] of the
+    // compute type), which pack() fills.
     idx V, cm_pad, ow_lo, ow_hi, scratch_elems;
-    int x_direct, y_direct;
+    int x_direct, y_direct, y_stream;
     void* packed;
 };
 
@@ -93,6 +94,7 @@ static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     // In place only when a vector never reads past the last channel of a pixel.
     a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin;
     a->y_direct = y_same && a->y_s[3] == 1 && a->cm_pad == a->Cout;
+    a->y_stream = a->y_direct && streamable<T>(a->y, a->y_s, a->N * a->OH, a->V);
     const idx span = (a->KW - 1) * a->dw + 1;
     idx lo = (a->pl + a->sw - 1) / a->sw;
     idx hi = a->W - span + a->pl >= 0 ? (a->W - span + a->pl) / a->sw + 1 : 0;
@@ -206,16 +208,28 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     for (idx ow = 0; ow < a->ow_lo; ++ow)
         for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
             depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
-    exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+    const T* packed = (const T*)a->packed;
+    const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
+        exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
+            for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+                stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+                    rows, (ow * a->sw - a->pl) * pixel + c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
+                    n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream);
+        });
     });
+    if (!stencil)
+        exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
+            for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+                depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out,
+                                                                  out_pixel);
+        });
     for (idx ow = a->ow_hi; ow < a->OW; ++ow)
         for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
             depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
     if (!a->y_direct)
         scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
                         out_row, a->cm_pad);
+    if (a->y_stream) S::fence();
 }
 
 #endif  // CVZ_PER_ISA_PASS

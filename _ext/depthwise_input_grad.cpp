@@ -24,12 +24,13 @@ struct DepthwiseInputGradArgs : ConvDims {
     const void* w; int w_type; idx w_s[4];
     void* dx; int dx_type; idx dx_s[4];
     // Filled in by prepare(): the vector width, input channels padded to it,
-    // whether dy rows are read in place and results stored straight into dx, the
+    // whether dy rows are read in place and results stored straight into dx
+    // (with streaming stores when dx_stream, see streamable()), the
     // per-thread scratch size.  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
     // the (output column, kernel column) pairs that read it), which pack() fills.
     idx V, c_pad, scratch_elems, packed_elems;
-    int dy_direct, dx_direct;
+    int dy_direct, dx_direct, dx_stream;
     void* packed;
 };
 
@@ -95,6 +96,7 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
     a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
+    a->dx_stream = a->dx_direct && streamable<T>(a->dx, a->dx_s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
                       (idx)(a->W * (1 + 2 * a->KW) * sizeof(idx) / sizeof(T)) + 16;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->OW * a->cout_g * a->c_pad, 16) +
@@ -246,11 +248,24 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     for (; iw < iw_lo; ++iw)
         for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
             S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
-    exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
-        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first, c0,
-                                                                 out, out_pixel);
+    // One multiplier: a stencil over the dy row with the kernel row reversed
+    // (tap k reads column iw + pl - (KW-1) + k through kernel column KW-1-k).
+    const T* packed = (const T*)a->packed;
+    const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
+        exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+            for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+                stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+                    rows, (first + a->pl - (a->KW - 1)) * pixel + c0, pixel, packed + (a->KW - 1) * a->c_pad + c0,
+                    kh_of, a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel,
+                    a->dx_stream);
+        });
     });
+    if (!stencil)
+        exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+            for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+                depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first,
+                                                                     c0, out, out_pixel);
+        });
     iw = iw_hi;
     for (; iw < a->W; ++iw)
         for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
@@ -258,6 +273,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     if (!a->dx_direct)
         scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
                         out_row, a->c_pad);
+    if (a->dx_stream) S::fence();
 }
 
 #endif  // CVZ_PER_ISA_PASS

@@ -177,3 +177,23 @@ def test_agree_with_pytorch(case, rng):
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(convviz.depthwise_conv2d_native_backprop_input(list(x.shape), filt, dy, **kwargs),
                                xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_results_beyond_the_caches_take_streaming_stores(rng):
+    """Results of 8 MiB or more are stored past the caches (the kernels' `streamable`
+    path, aligned vectors): the same values and the same bits for any thread count."""
+    x = rng.standard_normal((1, 130, 256, 64)).astype(np.float32)  # 8.1 MiB in, and out with stride 1
+    filt = rng.standard_normal((3, 3, 64, 1)).astype(np.float32)
+    y = [convviz.depthwise_conv2d_native(x, filt, [1, 1], "SAME", n_threads=t) for t in (1, 2, 3)]
+    dx = [convviz.depthwise_conv2d_native_backprop_input(list(x.shape), filt, x, [1, 1], "SAME", n_threads=t)
+          for t in (1, 2, 3)]
+    assert y[0].ctypes.data % 64 == 0 and y[0].nbytes >= 8 << 20  # what the streaming path needs
+    wide = [a.astype(np.float64) for a in (x, filt)]
+    y_exact = reference.depthwise_conv2d_native(wide[0], wide[1], [1, 1, 1, 1], "SAME")
+    dx_exact = reference.depthwise_conv2d_native_backprop_input(list(x.shape), wide[1], wide[0], [1, 1, 1, 1], "SAME")
+    y_bound = reference.depthwise_conv2d_native(np.abs(wide[0]), np.abs(wide[1]), [1, 1, 1, 1], "SAME")
+    dx_bound = reference.depthwise_conv2d_native_backprop_input(list(x.shape), np.abs(wide[1]), np.abs(wide[0]),
+                                                                [1, 1, 1, 1], "SAME")
+    assert_close_to_reference(y[0], y_exact, y_bound, "float32")
+    assert_close_to_reference(dx[0], dx_exact, dx_bound, "float32")
+    assert all(a.tobytes() == y[0].tobytes() for a in y) and all(a.tobytes() == dx[0].tobytes() for a in dx)
