@@ -46,6 +46,16 @@ typedef std::ptrdiff_t idx;
 // evict the inputs still to be read.
 constexpr idx STREAM_MIN_BYTES = idx(8) << 20;
 
+// How many staged rows a row kernel keeps: the rows one output row reads span
+// (KH - 1) * dh + 1 rows, and any such span holds distinct residues, so with that
+// many slots row r can live in slot r % slots and a row that serves consecutive
+// output rows is staged once (a ring).  A span too big to keep (large dilation)
+// gets KH slots, one per kernel row (ring_slots returns -KH then).
+static inline idx ring_slots(idx KH, idx dh, idx row_bytes) {
+    const idx span = (KH - 1) * dh + 1;
+    return span * row_bytes <= (idx(256) << 10) || span == KH ? span : -KH;
+}
+
 // Whether a kernel storing vectors of V elements of T at out + n*s[0] + h*s[1] +
 // w*s[2] + c (c a multiple of V), `rows` rows of s[1] elements in all, may use
 // streaming stores: every vector aligned, and the result at least STREAM_MIN_BYTES.

@@ -29,7 +29,7 @@ struct DepthwiseInputGradArgs : ConvDims {
     // per-thread scratch size.  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
     // the (output column, kernel column) pairs that read it), which pack() fills.
-    idx V, c_pad, scratch_elems, packed_elems;
+    idx V, c_pad, scratch_elems, packed_elems, slots;
     int dy_direct, dx_direct, dx_stream;
     void* packed;
 };
@@ -95,13 +95,16 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
     const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
+    // The dy rows one input row reads span at most (KH - 1) * dh / sh + 1 rows.
+    a->slots = ring_slots(a->KH, a->dh, a->OW * a->cout_g * a->c_pad * (idx)sizeof(T));
+    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
     a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
     a->dx_stream = a->dx_direct && streamable<T>(a->dx, a->dx_s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
                       (idx)(a->W * (1 + 2 * a->KW) * sizeof(idx) / sizeof(T)) + 16;
-    a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->OW * a->cout_g * a->c_pad, 16) +
+    a->scratch_elems = round_up(a->dy_direct ? 0 : n_slots * a->OW * a->cout_g * a->c_pad, 16) +
                        round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16) +
-                       (idx)(4 * a->KH * sizeof(idx) / sizeof(T)) + 16;
+                       (idx)((n_slots + 3 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
 }
 
 // The column table after the packed filter (see DepthwiseInputGradArgs::packed).
@@ -198,13 +201,14 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const idx n = row / a->H, ih = row % a->H;
     const idx M = a->cout_g;
     T* stage = (T*)raw;
-    T* out_row = stage + round_up(a->dy_direct ? 0 : a->KH * a->OW * M * a->c_pad, 16);
+    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
+    T* out_row = stage + round_up(a->dy_direct ? 0 : n_slots * a->OW * M * a->c_pad, 16);
     idx* slot_key = (idx*)(out_row + round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16));
-    idx* kh_of = slot_key + a->KH;
+    idx* kh_of = slot_key + n_slots;
     const T** rows = (const T**)(kh_of + a->KH);
 
     // The kernel rows whose output row exists for this input row; staged dy rows
-    // are kept per slot (consecutive input rows of a thread share them).
+    // are kept in slots (ring_slots: consecutive input rows of a thread share them).
     const idx pixel = a->dy_direct ? a->dy_s[2] : M * a->c_pad;
     const idx m_step = a->dy_direct ? 1 : a->c_pad;  // M = 1 when direct
     idx n_rows = 0;
@@ -215,14 +219,15 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         if (a->dy_direct) {
             rows[n_rows] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
         } else {
-            T* slot = stage + kh * a->OW * M * a->c_pad;
+            const idx at = a->slots > 0 ? oh % a->slots : kh;
+            T* slot = stage + at * a->OW * M * a->c_pad;
             const idx key = n * a->OH + oh + 1;
-            if (slot_key[kh] != key) {
+            if (slot_key[at] != key) {
                 for (idx m = 0; m < M; ++m)  // [OW][M][c_pad]: multiplier m's channels contiguous
                     gather_rows<T>(slot + m * a->c_pad, M * a->c_pad, a->dy, a->dy_type,
                                    n * a->dy_s[0] + oh * a->dy_s[1] + m * a->dy_s[3], a->OW, a->dy_s[2], a->Cin,
                                    M * a->dy_s[3]);
-                slot_key[kh] = key;
+                slot_key[at] = key;
             }
             rows[n_rows] = slot;
         }

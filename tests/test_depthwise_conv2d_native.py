@@ -197,3 +197,27 @@ def test_results_beyond_the_caches_take_streaming_stores(rng):
     assert_close_to_reference(y[0], y_exact, y_bound, "float32")
     assert_close_to_reference(dx[0], dx_exact, dx_bound, "float32")
     assert all(a.tobytes() == y[0].tobytes() for a in y) and all(a.tobytes() == dx[0].tobytes() for a in dx)
+
+
+@pytest.mark.parametrize("dilation", [1, 3, 40])
+def test_staged_rows_in_a_ring_or_one_slot_per_kernel_row(dilation, rng):
+    """Staged rows (float16 here) live in a ring of (K-1)*d+1 slots, one per row of the
+    span an output row reads, or, when that span is too big to keep (dilation 40:
+    81 rows of 16 KiB), in one slot per kernel row; both give the reference's values,
+    with stride 1 and 2 and a multiplier, for any thread count."""
+    x = rng.standard_normal((2, 90, 64, 64)).astype(np.float16)
+    for strides, m in (((1, 1), 1), ((2, 2), 1), ((1, 2), 2)):
+        filt = rng.standard_normal((3, 3, 64, m)).astype(np.float16)
+        kwargs = dict(strides=[1, *strides, 1], padding="SAME", dilations=[1, dilation, dilation, 1])
+        y = [convviz.depthwise_conv2d_native(x, filt, n_threads=t, **kwargs) for t in (1, 2, 3)]
+        dx = [convviz.depthwise_conv2d_native_backprop_input(list(x.shape), filt, y[0], n_threads=t, **kwargs)
+              for t in (1, 2, 3)]
+        wide = [a.astype(np.float64) for a in (x, filt, y[0])]
+        assert_close_to_reference(y[0], reference.depthwise_conv2d_native(wide[0], wide[1], **kwargs),
+                                  reference.depthwise_conv2d_native(np.abs(wide[0]), np.abs(wide[1]), **kwargs),
+                                  "float16")
+        assert_close_to_reference(
+            dx[0], reference.depthwise_conv2d_native_backprop_input(list(x.shape), wide[1], wide[2], **kwargs),
+            reference.depthwise_conv2d_native_backprop_input(list(x.shape), np.abs(wide[1]), np.abs(wide[2]),
+                                                             **kwargs), "float16")
+        assert all(a.tobytes() == y[0].tobytes() for a in y) and all(a.tobytes() == dx[0].tobytes() for a in dx)
