@@ -1,0 +1,145 @@
+"""Auto-checked exercises for the course notebooks: predict, then check.
+
+Each lesson module (``convviz.exercises.<lesson>``) registers its exercises by
+name; a notebook cell calls :func:`check` with the learner's answer, which says
+right or wrong and why, computed from the same geometry and kernels as the
+figures.  Solutions stay in the notebooks, folded in ``<details>`` blocks.
+
+Examples
+--------
+>>> from convviz import exercises
+>>> exercises.check("demo-output-size", 4)
+Right: SAME keeps ceil(7 / 2) = 4 output positions.
+True
+>>> exercises.check("demo-output-size", 3)
+Not yet: 3 is VALID's count (floor((7 - 3) / 2) + 1 = 3); SAME keeps ceil(7 / 2) = 4.
+False
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Exercise", "check", "exercise", "names", "register"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: the expected answer, why it is right, and what a wrong answer means.
+
+    Parameters
+    ----------
+    name : str
+        The name a notebook passes to :func:`check` (``"<lesson>-<what>"``).
+    expected : Any
+        The answer: a number, a tuple or list, a set, or an array (compared with
+        ``np.allclose`` at ``rtol``).
+    why : str
+        One or two sentences that explain the answer, shown when it is right.
+    explain : callable, optional
+        ``explain(answer) -> str``: why this wrong answer is wrong (the usual
+        misconception it reveals); by default the expected answer and ``why``.
+    rtol : float
+        Relative tolerance for numbers and arrays.
+    """
+
+    name: str
+    expected: Any
+    why: str
+    explain: Callable[[Any], str] | None = None
+    rtol: float = 1e-9
+
+    def is_right(self, answer: Any) -> bool:
+        """Whether ``answer`` equals the expected answer (sets as sets, arrays to ``rtol``)."""
+        expected = self.expected
+        if isinstance(expected, (set, frozenset)):
+            try:
+                return set(answer) == set(expected)
+            except TypeError:
+                return False
+        if isinstance(expected, str):
+            return isinstance(answer, str) and answer.strip().lower() == expected.strip().lower()
+        try:
+            got, want = np.asarray(answer, dtype=float), np.asarray(expected, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return got.shape == want.shape and bool(np.allclose(got, want, rtol=self.rtol, atol=self.rtol))
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(item: Exercise) -> Exercise:
+    """Add an exercise to the registry (names are unique) and return it."""
+    if item.name in _REGISTRY:
+        raise ValueError(f"exercise name: {item.name!r} is registered twice")
+    _REGISTRY[item.name] = item
+    return item
+
+
+def _load_lessons() -> None:
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+def exercise(name: str) -> Exercise:
+    """The registered exercise called ``name``.
+
+    Raises
+    ------
+    KeyError
+        With the names that exist, when there is no such exercise.
+    """
+    if not _REGISTRY:
+        _load_lessons()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no exercise {name!r}; there are: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def names() -> list[str]:
+    """Every registered exercise name, sorted."""
+    if not _REGISTRY:
+        _load_lessons()
+    return sorted(_REGISTRY)
+
+
+def check(name: str, answer: Any) -> bool:
+    """Say whether ``answer`` to exercise ``name`` is right, and why; return that.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's name, as the notebook gives it.
+    answer : Any
+        The learner's answer.
+
+    Returns
+    -------
+    bool
+        True when the answer is right.
+
+    Examples
+    --------
+    >>> from convviz import exercises
+    >>> exercises.check("demo-output-size", 4)
+    Right: SAME keeps ceil(7 / 2) = 4 output positions.
+    True
+    """
+    item = exercise(name)
+    if answer is None or answer is Ellipsis:
+        print("Not yet: write your prediction in `answer` first, then run this cell again.")
+        return False
+    if item.is_right(answer):
+        print(f"Right: {item.why}")
+        return True
+    reason = item.explain(answer) if item.explain else f"the answer is {item.expected!r}: {item.why}"
+    print(f"Not yet: {reason}")
+    return False
