@@ -1,6 +1,6 @@
 """The explorer widget in a real browser: JupyterLab on localhost, Debian's Chromium driven by Playwright.
 
-The test opens notebooks/08_explorer.ipynb, runs it, and uses the first explorer as a
+The test opens notebooks/11_explorer_worksheet.ipynb, runs it, and uses the first explorer as a
 learner would: hovers a dL/dx cell and reads the worked sum, then changes the stride
 with its control.  Every number it reads is checked against convviz's kernels (the
 anywidget's output numbers come from Python).  Screenshots are saved in
@@ -56,7 +56,7 @@ def _free_port() -> int:
 @pytest.fixture
 def jupyterlab(tmp_path):
     _require(shutil.which("jupyter") is not None or _has_module("jupyterlab"), "JupyterLab is not installed")
-    shutil.copy(ROOT / "notebooks" / "08_explorer.ipynb", tmp_path / "explorer.ipynb")
+    shutil.copy(ROOT / "notebooks" / "11_explorer_worksheet.ipynb", tmp_path / "explorer.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
     log = open(tmp_path / "jupyterlab.log", "w")
     server = subprocess.Popen(

@@ -73,6 +73,7 @@ class Exercise:
 
 
 _REGISTRY: dict[str, Exercise] = {}
+_lessons_loaded = False
 
 
 def register(item: Exercise) -> Exercise:
@@ -84,8 +85,12 @@ def register(item: Exercise) -> Exercise:
 
 
 def _load_lessons() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    # Once: importing one lesson module directly must not hide the others.
+    global _lessons_loaded
+    if not _lessons_loaded:
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+        _lessons_loaded = True
 
 
 def exercise(name: str) -> Exercise:
@@ -96,8 +101,7 @@ def exercise(name: str) -> Exercise:
     KeyError
         With the names that exist, when there is no such exercise.
     """
-    if not _REGISTRY:
-        _load_lessons()
+    _load_lessons()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -106,8 +110,7 @@ def exercise(name: str) -> Exercise:
 
 def names() -> list[str]:
     """Every registered exercise name, sorted."""
-    if not _REGISTRY:
-        _load_lessons()
+    _load_lessons()
     return sorted(_REGISTRY)
 
 

@@ -176,8 +176,9 @@ def conv_transpose2d(
     -----
     **Why output_padding exists.**  A convolution with stride ``s`` maps
     several input sizes to the same output size: with ``k = 3, s = 2,
-    padding = 1``, inputs of 7 and 8 rows both give 4 output rows (the 8th row
-    is read by no window).  Its transpose must therefore be told which of those
+    padding = 1``, inputs of 7 and 8 rows both give ``floor((n + 2 - 3) / 2) + 1
+    = 4`` output rows (with 8 rows the bottom padding row is read by no window,
+    with 7 the last window ends on it).  Its transpose must therefore be told which of those
     sizes to produce: ``output_padding = 0`` gives the smallest (7), and each
     step adds one more row at the bottom (8), up to ``max(stride, dilation) - 1``.
     The added rows get only what the filter scatters into them -- zero where no
