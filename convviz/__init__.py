@@ -1,16 +1,19 @@
 """convviz: compute and show the gradients of 2-D convolution.
 
-The compute core implements two TensorFlow ops with their exact semantics:
-
-* :func:`conv2d_backprop_input` -- the gradient of conv2d with respect to its
-  input (``Conv2DBackpropInput``);
-* :func:`depthwise_conv2d_native_backprop_filter` -- the gradient of depthwise
-  conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
+The compute core implements the 2-D convolution layer with TensorFlow's exact
+semantics: :func:`conv2d` (``Conv2D``), its gradients :func:`conv2d_backprop_input`
+(``Conv2DBackpropInput``) and :func:`conv2d_backprop_filter`
+(``Conv2DBackpropFilter``), the depthwise forward
+:func:`depthwise_conv2d_native` and its gradients
+:func:`depthwise_conv2d_native_backprop_input` and
+:func:`depthwise_conv2d_native_backprop_filter`, and PyTorch's
+:func:`conv_transpose2d`.  :mod:`convviz.layers` wraps them as layer objects
+with :func:`gradcheck`; :mod:`convviz.exercises` checks the course's exercises.
 
 :func:`explore` opens the interactive explorer in a notebook (and
 :func:`convviz.explorer.page_html` makes it a standalone offline page).
 
-Drop-in namespaces for TensorFlow and MindSpore users live in
+Drop-in namespaces for TensorFlow, MindSpore and PyTorch users live in
 :mod:`convviz.compat`; the shape arithmetic in :mod:`convviz.geometry`; a float64
 NumPy reference in :mod:`convviz.reference`.
 

@@ -564,7 +564,7 @@ def _bytes(n: int | None) -> str:
 
 def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch")) -> str:
     """A Markdown table of the results."""
-    head = ["case (N,H,W,Cin,Cout|M,K,s,d)", "convviz ms", "GFLOP/s"]
+    head = ["case (N,H,W,Cin,Cout\\|M,K,s,d)", "convviz ms", "GFLOP/s"]
     head += [f"{p} ms" for p in peers] + ["speedup vs best peer", "1-thread ms", "2T/1T", "extra memory (output)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
