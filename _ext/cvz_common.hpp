@@ -50,19 +50,28 @@ constexpr idx STREAM_MIN_BYTES = idx(8) << 20;
 // (KH - 1) * dh + 1 rows, and any such span holds distinct residues, so with that
 // many slots row r can live in slot r % slots and a row that serves consecutive
 // output rows is staged once (a ring).  A span too big to keep (large dilation)
-// gets KH slots, one per kernel row (ring_slots returns -KH then).
-static inline idx ring_slots(idx KH, idx dh, idx row_bytes) {
+// gets KH slots, one per kernel row; ring_kept() tells which.
+static inline bool ring_kept(idx KH, idx dh, idx row_bytes) {
     const idx span = (KH - 1) * dh + 1;
-    return span * row_bytes <= (idx(256) << 10) || span == KH ? span : -KH;
+    return span * row_bytes <= (idx(256) << 10) || span == KH;
+}
+static inline idx ring_slots(idx KH, idx dh, idx row_bytes) {
+    return ring_kept(KH, dh, row_bytes) ? (KH - 1) * dh + 1 : KH;
 }
 
-// Whether a kernel storing vectors of V elements of T at out + n*s[0] + h*s[1] +
-// w*s[2] + c (c a multiple of V), `rows` rows of s[1] elements in all, may use
-// streaming stores: every vector aligned, and the result at least STREAM_MIN_BYTES.
+// Whether every vector of V elements of T at p + n*s[0] + h*s[1] + w*s[2] + c
+// (c a multiple of V) is aligned to its size.
+template <class T>
+static inline bool vectors_aligned(const void* p, const idx* s, idx V) {
+    return (std::uintptr_t)p % (V * sizeof(T)) == 0 && s[0] % V == 0 && s[1] % V == 0 && s[2] % V == 0;
+}
+
+// Whether a kernel storing such vectors (s[3] == 1), `rows` rows of s[1]
+// elements in all, may use streaming stores: every vector aligned, and the
+// result at least STREAM_MIN_BYTES.
 template <class T>
 static inline bool streamable(const void* out, const idx* s, idx rows, idx V) {
-    return (std::uintptr_t)out % (V * sizeof(T)) == 0 && s[0] % V == 0 && s[1] % V == 0 && s[2] % V == 0 &&
-           s[3] == 1 && rows * s[1] * (idx)sizeof(T) >= STREAM_MIN_BYTES;
+    return vectors_aligned<T>(out, s, V) && s[3] == 1 && rows * s[1] * (idx)sizeof(T) >= STREAM_MIN_BYTES;
 }
 
 // Element types as the Python side names them (see convviz/_backends/cpu.py).

@@ -26,10 +26,11 @@ struct DepthwiseForwardArgs : ConvDims {
     // it, whether input rows are read in place and outputs stored straight into
     // y (with streaming stores when y_stream, see streamable()), the output
     // columns [ow_lo, ow_hi) whose taps all read real columns, the per-thread
-    // scratch size.  The caller allocates `packed` ([KH][KW][cm_pad] of the
+    // scratch size, the staged-row slots (a ring when `ring`, see ring_slots()).
+    // The caller allocates `packed` ([KH][KW][cm_pad] of the
     // compute type), which pack() fills.
     idx V, cm_pad, ow_lo, ow_hi, scratch_elems, slots;
-    int x_direct, y_direct, y_stream;
+    int x_direct, y_direct, y_stream, ring;
     void* packed;
 };
 
@@ -96,11 +97,11 @@ static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     // cache lines cost more there than copying each row once (in-process A/B on
     // a Zen 4, 8x112x112x64: 0.81-0.98x the time staged; with stride 1 staging
     // cost 1.05-1.18x).
-    const bool aligned = (std::uintptr_t)a->x % (a->V * sizeof(T)) == 0 && a->x_s[0] % a->V == 0 &&
-                         a->x_s[1] % a->V == 0 && a->x_s[2] % a->V == 0;
-    a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin && (aligned || a->sh == 1);
-    a->slots = ring_slots(a->KH, a->dh, a->W * a->cm_pad * (idx)sizeof(T));
-    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
+    a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin &&
+                  (a->sh == 1 || vectors_aligned<T>(a->x, a->x_s, a->V));
+    const idx row_bytes = a->W * a->cm_pad * (idx)sizeof(T);
+    a->ring = ring_kept(a->KH, a->dh, row_bytes);
+    a->slots = ring_slots(a->KH, a->dh, row_bytes);
     a->y_direct = y_same && a->y_s[3] == 1 && a->cm_pad == a->Cout;
     a->y_stream = a->y_direct && streamable<T>(a->y, a->y_s, a->N * a->OH, a->V);
     const idx span = (a->KW - 1) * a->dw + 1;
@@ -111,9 +112,9 @@ static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     if (hi < lo) hi = lo;
     a->ow_lo = lo;
     a->ow_hi = hi;
-    a->scratch_elems = round_up(a->x_direct ? 0 : n_slots * a->W * a->cm_pad, 16) +
+    a->scratch_elems = round_up(a->x_direct ? 0 : a->slots * a->W * a->cm_pad, 16) +
                        round_up(a->y_direct ? 0 : a->OW * a->cm_pad, 16) +
-                       (idx)((n_slots + 2 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
+                       (idx)((a->slots + 2 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
 }
 
 // [KH][KW][cm_pad] in the compute type, zero in the padding channels.
@@ -181,10 +182,9 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     typedef Simd<T> S;
     const idx n = row / a->OH, oh = row % a->OH;
     T* stage = (T*)raw;
-    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
-    T* out_row = stage + round_up(a->x_direct ? 0 : n_slots * a->W * a->cm_pad, 16);
+    T* out_row = stage + round_up(a->x_direct ? 0 : a->slots * a->W * a->cm_pad, 16);
     idx* slot_key = (idx*)(out_row + round_up(a->y_direct ? 0 : a->OW * a->cm_pad, 16));
-    idx* kh_of = slot_key + n_slots;
+    idx* kh_of = slot_key + a->slots;
     const T** rows = (const T**)(kh_of + a->KH);
 
     // The kernel rows that read a real input row; staged rows are kept in slots
@@ -197,7 +197,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
         if (a->x_direct) {
             rows[n_rows] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
         } else {
-            const idx at = a->slots > 0 ? ih % a->slots : kh;
+            const idx at = a->ring ? ih % a->slots : kh;
             T* slot = stage + at * a->W * a->cm_pad;
             const idx key = n * a->H + ih + 1;
             if (slot_key[at] != key) {

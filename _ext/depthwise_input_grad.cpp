@@ -26,11 +26,12 @@ struct DepthwiseInputGradArgs : ConvDims {
     // Filled in by prepare(): the vector width, input channels padded to it,
     // whether dy rows are read in place and results stored straight into dx
     // (with streaming stores when dx_stream, see streamable()), the
-    // per-thread scratch size.  The caller allocates `packed` (packed_elems of
+    // per-thread scratch size, the staged-row slots (a ring when `ring`, see
+    // ring_slots()).  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
     // the (output column, kernel column) pairs that read it), which pack() fills.
     idx V, c_pad, scratch_elems, packed_elems, slots;
-    int dy_direct, dx_direct, dx_stream;
+    int dy_direct, dx_direct, dx_stream, ring;
     void* packed;
 };
 
@@ -96,15 +97,16 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
     // The dy rows one input row reads span at most (KH - 1) * dh / sh + 1 rows.
-    a->slots = ring_slots(a->KH, a->dh, a->OW * a->cout_g * a->c_pad * (idx)sizeof(T));
-    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
+    const idx row_bytes = a->OW * a->cout_g * a->c_pad * (idx)sizeof(T);
+    a->ring = ring_kept(a->KH, a->dh, row_bytes);
+    a->slots = ring_slots(a->KH, a->dh, row_bytes);
     a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
     a->dx_stream = a->dx_direct && streamable<T>(a->dx, a->dx_s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
                       (idx)(a->W * (1 + 2 * a->KW) * sizeof(idx) / sizeof(T)) + 16;
-    a->scratch_elems = round_up(a->dy_direct ? 0 : n_slots * a->OW * a->cout_g * a->c_pad, 16) +
+    a->scratch_elems = round_up(a->dy_direct ? 0 : a->slots * a->OW * a->cout_g * a->c_pad, 16) +
                        round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16) +
-                       (idx)((n_slots + 3 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
+                       (idx)((a->slots + 3 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
 }
 
 // The column table after the packed filter (see DepthwiseInputGradArgs::packed).
@@ -201,10 +203,9 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const idx n = row / a->H, ih = row % a->H;
     const idx M = a->cout_g;
     T* stage = (T*)raw;
-    const idx n_slots = a->slots < 0 ? -a->slots : a->slots;
-    T* out_row = stage + round_up(a->dy_direct ? 0 : n_slots * a->OW * M * a->c_pad, 16);
+    T* out_row = stage + round_up(a->dy_direct ? 0 : a->slots * a->OW * M * a->c_pad, 16);
     idx* slot_key = (idx*)(out_row + round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16));
-    idx* kh_of = slot_key + n_slots;
+    idx* kh_of = slot_key + a->slots;
     const T** rows = (const T**)(kh_of + a->KH);
 
     // The kernel rows whose output row exists for this input row; staged dy rows
@@ -219,7 +220,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         if (a->dy_direct) {
             rows[n_rows] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
         } else {
-            const idx at = a->slots > 0 ? oh % a->slots : kh;
+            const idx at = a->ring ? oh % a->slots : kh;
             T* slot = stage + at * a->OW * M * a->c_pad;
             const idx key = n * a->OH + oh + 1;
             if (slot_key[at] != key) {
