@@ -27,6 +27,13 @@ struct Conv2dInputGradArgs : ConvDims {
     idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
     int direct, dy_direct, exact_edges;
     void* packed;
+    // precision="fast": set `dot` before prepare() to ask for the bfloat16
+    // dot-product path (AVX512_BF16 vdpbf16ps; the caller has checked the CPU);
+    // prepare() clears it where the path does not apply (see dot_applies).
+    // packed_bytes: the size of `packed`, set by prepare(); K2: output-channel
+    // pairs per group on the dot path.
+    int dot;
+    idx K2, packed_bytes;
 };
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
@@ -47,6 +54,335 @@ void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* sc
 #define CVZ_OP_BODY "conv2d_input_grad.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"
 
+// ---------------------------------------------------------------- precision="fast"
+// bfloat16 input gradients on the CPU's bfloat16 dot-product instruction
+// (AVX512_BF16 vdpbf16ps: 16 float32 lanes, each adding two bfloat16 products
+// per instruction), compiled once with its own target attribute and chosen at
+// run time: the caller asks for it only where the CPU has the instruction.
+//
+// Layout: output channels go in pairs (k2 = co / 2 of each group; an odd
+// count gets a zero partner).  dy rows are staged as [ow][G][K2] pairs of
+// bfloat16 (32 bits each, zero outside [0, OW)), the filter packed as
+// [KH * KW][G][K2][cin_g_pad] pairs; a tile broadcasts one dy pair and
+// multiplies it into a vector of 16 input channels' pairs.  Results are summed
+// in float32 (per element: taps, then output-channel pairs, the pair's odd
+// channel first) and rounded once to bfloat16.  The instruction treats
+// subnormal inputs and results as zero (DAZ/FTZ): that, and the order of terms,
+// is the difference from the default path.  Each row is written by one call in
+// one fixed order, so results do not depend on the thread count.
+#if CVZ_X86 && defined(__GNUC__)
+#define CVZ_TARGET_BF16 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c")))
+namespace cvz {
+namespace dot_bf16 {
+
+typedef std::uint32_t pair;  // two bfloat16, the even channel in the low half
+constexpr int MR2 = 12, MR1 = 24;  // pixels per tile of 2 and of 1 vectors of input channels
+
+// Only bfloat16 everywhere, with a finite filter: zeros stand for the absent
+// (output cell, tap) pairs at the edges, and 0 * inf would be NaN.
+static bool applies(const Conv2dInputGradArgs* a) {
+    if (a->dy_type != BF16 || a->w_type != BF16 || a->dx_type != BF16) return false;
+    const std::uint16_t* w = (const std::uint16_t*)a->w;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw)
+            for (idx ci = 0; ci < a->cin_g; ++ci)
+                for (idx co = 0; co < a->Cout; ++co)
+                    if ((w[kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + co * a->w_s[3]] & 0x7f80u) == 0x7f80u)
+                        return false;
+    return true;
+}
+
+// Per-thread scratch: staged dy rows (KH cache slots), the float32 output row,
+// then the slot and tap tables (as the default path's InputGradScratch).
+struct Scratch {
+    pair* dy_rows;
+    float* out_row;
+    idx *slot_kh, *slot_oh, *slot_key, *row_of_slot, *tap_ow0, *tap_slot, *tap_k;
+    const pair** a_ptrs;
+    const pair** b_ptrs;
+};
+
+static inline idx row_pairs(const Conv2dInputGradArgs* a) { return a->ow_span * a->G * a->K2; }
+
+static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
+    Scratch s;
+    const idx taps = a->KH * a->KW;
+    s.dy_rows = (pair*)raw;
+    s.out_row = (float*)(s.dy_rows + round_up(a->KH * row_pairs(a), 16));
+    idx* ints = (idx*)(s.out_row + round_up(a->W * a->G * a->cin_g_pad, 16));
+    s.slot_kh = ints;
+    s.slot_oh = ints + a->KH;
+    s.slot_key = s.slot_oh + a->KH;
+    s.row_of_slot = s.slot_key + a->KH;
+    s.tap_ow0 = s.row_of_slot + a->KH;
+    s.tap_slot = s.tap_ow0 + taps;
+    s.tap_k = s.tap_slot + taps;
+    s.a_ptrs = (const pair**)(s.tap_k + taps);
+    s.b_ptrs = s.a_ptrs + taps;
+    return s;
+}
+
+// After the default prepare (which set cin_g_pad, ow_lo and ow_span for 16
+// float32 lanes and tiles of up to 24 pixels, as here).
+static void prepare(Conv2dInputGradArgs* a) {
+    a->K2 = (a->cout_g + 1) / 2;
+    a->packed_bytes = a->KH * a->KW * a->G * a->K2 * a->cin_g_pad * (idx)sizeof(pair);
+    const idx taps = a->KH * a->KW;
+    a->scratch_elems = round_up(a->KH * row_pairs(a), 16) + round_up(a->W * a->G * a->cin_g_pad, 16) +
+                       (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(float)) + 16;
+}
+
+static void pack(Conv2dInputGradArgs* a) {
+    const std::uint16_t* w = (const std::uint16_t*)a->w;
+    pair* packed = (pair*)a->packed;
+    for (idx tap = 0; tap < a->KH * a->KW; ++tap)
+        for (idx g = 0; g < a->G; ++g)
+            for (idx k2 = 0; k2 < a->K2; ++k2) {
+                pair* dst = packed + ((tap * a->G + g) * a->K2 + k2) * a->cin_g_pad;
+                const idx co = g * a->cout_g + 2 * k2;
+                const bool odd = 2 * k2 + 1 < a->cout_g;
+                const idx src = (tap / a->KW) * a->w_s[0] + (tap % a->KW) * a->w_s[1] + co * a->w_s[3];
+                for (idx ci = 0; ci < a->cin_g_pad; ++ci) {
+                    if (ci >= a->cin_g) { dst[ci] = 0; continue; }
+                    const pair lo = w[src + ci * a->w_s[2]];
+                    const pair hi = odd ? w[src + ci * a->w_s[2] + a->w_s[3]] : 0;
+                    dst[ci] = lo | hi << 16;
+                }
+            }
+    a->exact_edges = 0;
+}
+
+// MR pixels x NRV vectors of input channels: out[p] = sum over the n_taps taps
+// and the K2 pairs of a_rows[t][p * a_pitch + k] . b_rows[t][k * b_pitch + lane].
+// The first n_store pixels are stored (the staged rows hold slack for the rest).
+template <int MR, int NRV>
+CVZ_TARGET_BF16 static void tile(const pair* const* a_rows, const pair* const* b_rows, idx n_taps, idx a_pitch,
+                                 idx K2, idx b_pitch, float* out, idx out_pixel_stride, idx n_store) {
+    __m512 acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(2)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = _mm512_setzero_ps();
+    for (idx t = 0; t < n_taps; ++t) {
+        const pair* a = a_rows[t];
+        const pair* b = b_rows[t];
+        for (idx k = 0; k < K2; ++k) {
+            __m512i bv[NRV];
+            CVZ_UNROLL(2)
+            for (int q = 0; q < NRV; ++q) bv[q] = _mm512_loadu_si512((const void*)(b + k * b_pitch + q * 16));
+            CVZ_UNROLL(32)
+            for (int p = 0; p < MR; ++p) {
+                const __m512i av = _mm512_set1_epi32((int)a[p * a_pitch + k]);
+                CVZ_UNROLL(2)
+                for (int q = 0; q < NRV; ++q) acc[p][q] = _mm512_dpbf16_ps(acc[p][q], (__m512bh)av, (__m512bh)bv[q]);
+            }
+        }
+    }
+    for (int p = 0; p < MR; ++p)
+        if (p < n_store)
+            CVZ_UNROLL(2)
+            for (int q = 0; q < NRV; ++q) _mm512_storeu_ps(out + p * out_pixel_stride + q * 16, acc[p][q]);
+}
+
+typedef void (*TileFn)(const pair* const*, const pair* const*, idx, idx, idx, idx, float*, idx, idx);
+
+// A tile whose KWT taps per kernel row read one dy window (tap t from pixel
+// (KWT - 1 - t) * DSTEP of it, as the default path's fused tile): each dy pair
+// is broadcast once for every tap that reads it.  a_rows[s]: the window of
+// kernel row s; b_taps[s * KWT + t]: the filter pairs of its tap t.  Per
+// element: kernel rows, output-channel pairs, then taps.
+template <int MR, int KWT, int DSTEP, int NRV>
+CVZ_TARGET_BF16 static void tile_fused(const pair* const* a_rows, const pair* const* b_taps, idx n_rows,
+                                       idx a_pitch, idx K2, idx b_pitch, float* out, idx out_pixel_stride,
+                                       idx n_store) {
+    constexpr int E = MR + (KWT - 1) * DSTEP;
+    __m512 acc[MR][NRV];
+    CVZ_UNROLL(32)
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(2)
+        for (int q = 0; q < NRV; ++q) acc[p][q] = _mm512_setzero_ps();
+    for (idx s = 0; s < n_rows; ++s) {
+        const pair* a = a_rows[s];
+        const pair* const* b = b_taps + s * KWT;
+        for (idx k = 0; k < K2; ++k) {
+            __m512i bv[KWT][NRV];
+            CVZ_UNROLL(8)
+            for (int t = 0; t < KWT; ++t)
+                CVZ_UNROLL(2)
+                for (int q = 0; q < NRV; ++q)
+                    bv[t][q] = _mm512_loadu_si512((const void*)(b[t] + k * b_pitch + q * 16));
+            CVZ_UNROLL(64)
+            for (int e = 0; e < E; ++e) {
+                const __m512i av = _mm512_set1_epi32((int)a[e * a_pitch + k]);
+                CVZ_UNROLL(8)
+                for (int t = 0; t < KWT; ++t) {
+                    const int p = e - (KWT - 1 - t) * DSTEP;
+                    if (p >= 0 && p < MR)
+                        CVZ_UNROLL(2)
+                        for (int q = 0; q < NRV; ++q)
+                            acc[p][q] = _mm512_dpbf16_ps(acc[p][q], (__m512bh)av, (__m512bh)bv[t][q]);
+                }
+            }
+        }
+    }
+    for (int p = 0; p < MR; ++p)
+        if (p < n_store)
+            CVZ_UNROLL(2)
+            for (int q = 0; q < NRV; ++q) _mm512_storeu_ps(out + p * out_pixel_stride + q * 16, acc[p][q]);
+}
+
+// The tile for `rest` pixels of NRV vectors: a full one, else the smallest of
+// MR/2, MR/4, MR/8 that covers the rest (in *shape).
+template <int NRV>
+static TileFn tile_for(idx rest, idx* shape) {
+    constexpr int MR = NRV == 2 ? MR2 : MR1;
+    if (rest > MR / 2) { *shape = MR; return &tile<MR, NRV>; }
+    if (rest > MR / 4) { *shape = MR / 2; return &tile<MR / 2, NRV>; }
+    if (rest > MR / 8) { *shape = MR / 4; return &tile<MR / 4, NRV>; }
+    *shape = MR / 8;
+    return &tile<MR / 8, NRV>;
+}
+
+// The fused tile for (kwt, dstep) and `rest` pixels, or nullptr (then the
+// plain tiles run): a full one or, for a short rest, one of half the pixels.
+template <int NRV>
+static TileFn fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
+    constexpr int MR = NRV == 2 ? 12 : 16, HALF = MR / 2;
+    if (rest <= HALF / 2) return nullptr;
+    const bool full = rest > HALF;
+    *shape = full ? MR : HALF;
+#define CVZ_DOT_FUSED(k, d) \
+    if (kwt == k && dstep == d) return full ? &tile_fused<MR, k, d, NRV> : &tile_fused<HALF, k, d, NRV>;
+    CVZ_DOT_FUSED(2, 1) CVZ_DOT_FUSED(2, 2) CVZ_DOT_FUSED(3, 1) CVZ_DOT_FUSED(3, 2)
+    if (NRV == 1) {
+        CVZ_DOT_FUSED(5, 1) CVZ_DOT_FUSED(5, 2) CVZ_DOT_FUSED(7, 1) CVZ_DOT_FUSED(7, 2)
+    }
+#undef CVZ_DOT_FUSED
+    return nullptr;
+}
+
+// dy row (n, oh) into a staged row: pixel ow at (ow - ow_lo) * G * K2 pairs,
+// each group's channels from pair g * K2 (the rest stays zero, as zeroed).
+static void stage_row(const Conv2dInputGradArgs* a, idx n, idx oh, pair* dst_row) {
+    const std::uint16_t* dy = (const std::uint16_t*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+    std::uint16_t* dst = (std::uint16_t*)(dst_row + (0 - a->ow_lo) * a->G * a->K2);
+    const idx pitch = 2 * a->G * a->K2;
+    const bool runs = a->dy_s[3] == 1;
+    for (idx ow = 0; ow < a->OW; ++ow)
+        for (idx g = 0; g < a->G; ++g) {
+            std::uint16_t* d = dst + ow * pitch + g * 2 * a->K2;
+            const std::uint16_t* src = dy + ow * a->dy_s[2] + g * a->cout_g * a->dy_s[3];
+            if (runs) {
+                std::memcpy(d, src, (std::size_t)a->cout_g * sizeof(std::uint16_t));
+            } else {
+                for (idx co = 0; co < a->cout_g; ++co) d[co] = src[co * a->dy_s[3]];
+            }
+        }
+}
+
+// Input row dx[n, ih] (row = n * H + ih): the default path's walk (kernel rows
+// reaching the row, staged dy rows cached in KH slots, phases r of the stride,
+// their taps), with the pair tiles.
+static void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
+    Scratch s = scratch(a, raw);
+    const idx n = row_index / a->H, ih = row_index % a->H;
+    const idx G = a->G, K2 = a->K2, cin_g_pad = a->cin_g_pad, pitch = G * K2, rp = row_pairs(a);
+    idx n_slots = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx t = ih + a->pt - kh * a->dh;
+        if (t < 0 || t % a->sh != 0 || t / a->sh >= a->OH) continue;
+        s.slot_kh[n_slots] = kh;
+        s.slot_oh[n_slots++] = t / a->sh;
+    }
+    for (idx i = 0; i < n_slots; ++i) {  // cached rows (slot_key = n * OH + oh + 1; 0 = empty)
+        s.row_of_slot[i] = -1;
+        for (idx k = 0; k < a->KH; ++k)
+            if (s.slot_key[k] == n * a->OH + s.slot_oh[i] + 1) s.row_of_slot[i] = k;
+    }
+    for (idx i = 0; i < n_slots; ++i) {
+        if (s.row_of_slot[i] >= 0) continue;
+        idx free_slot = 0;
+        for (idx k = 0; k < a->KH; ++k) {
+            bool needed = false;
+            for (idx j = 0; j < n_slots; ++j) needed = needed || s.row_of_slot[j] == k;
+            if (!needed) { free_slot = k; break; }
+        }
+        stage_row(a, n, s.slot_oh[i], s.dy_rows + free_slot * rp);
+        s.slot_key[free_slot] = n * a->OH + s.slot_oh[i] + 1;
+        s.row_of_slot[i] = free_slot;
+    }
+    const pair* packed = (const pair*)a->packed;
+    const idx out_pixel = G * cin_g_pad;
+    for (idx r = 0; r < a->sw && r < a->W; ++r) {
+        const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
+        idx n_taps = 0;
+        for (idx slot = 0; slot < n_slots; ++slot)
+            for (idx kw = 0; kw < a->KW; ++kw) {
+                const idx u = r + a->pl - kw * a->dw;
+                if (((u % a->sw) + a->sw) % a->sw != 0) continue;
+                s.tap_ow0[n_taps] = floor_div(u, a->sw);
+                s.tap_slot[n_taps] = slot;
+                s.tap_k[n_taps++] = s.slot_kh[slot] * a->KW + kw;
+            }
+        // Every kernel row of the phase has the same taps; when their windows
+        // form an arithmetic run (step dstep), the fused tiles share dy pairs.
+        const idx kwt = n_slots ? n_taps / n_slots : 0;
+        idx dstep = kwt >= 2 ? s.tap_ow0[0] - s.tap_ow0[1] : 0;
+        bool fusable = kwt >= 2 && dstep >= 1;
+        for (idx t = 0; t < n_taps && fusable; ++t)
+            fusable = s.tap_ow0[t] == s.tap_ow0[t - t % kwt] - (t % kwt) * dstep;
+        // Wide blocks (2 vectors of input channels) in one pass over the
+        // pixels, then the narrow remainder (1 vector) in another.
+        const idx wide_end = cin_g_pad / 32 * 32;
+        for (idx g = 0; g < G; ++g)
+            for (int wide = 1; wide >= 0; --wide) {
+                const idx c_begin = wide ? 0 : wide_end, c_end = wide ? wide_end : cin_g_pad;
+                for (idx j0 = 0; j0 < n_pix && c_begin < c_end;) {
+                    const idx rest = n_pix - j0;
+                    idx shape = 0, n_rows = n_taps;
+                    TileFn fn = nullptr;
+                    if (fusable) fn = wide ? fused_for<2>(kwt, dstep, rest, &shape) : fused_for<1>(kwt, dstep, rest, &shape);
+                    if (fn != nullptr) {  // a window per kernel row, from its last tap's first pixel
+                        n_rows = n_slots;
+                        for (idx slot = 0; slot < n_slots; ++slot)
+                            s.a_ptrs[slot] = s.dy_rows + s.row_of_slot[slot] * rp +
+                                             (s.tap_ow0[slot * kwt + kwt - 1] + j0 - a->ow_lo) * pitch + g * K2;
+                    } else {
+                        fn = wide ? tile_for<2>(rest, &shape) : tile_for<1>(rest, &shape);
+                        for (idx t = 0; t < n_taps; ++t)
+                            s.a_ptrs[t] = s.dy_rows + s.row_of_slot[s.tap_slot[t]] * rp +
+                                          (s.tap_ow0[t] + j0 - a->ow_lo) * pitch + g * K2;
+                    }
+                    float* out = s.out_row + (r + j0 * a->sw) * out_pixel + g * cin_g_pad;
+                    const idx n_store = rest < shape ? rest : shape;
+                    for (idx c0 = c_begin; c0 < c_end; c0 += wide ? 32 : 16) {
+                        for (idx t = 0; t < n_taps; ++t)
+                            s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * K2 * cin_g_pad + c0;
+                        fn(s.a_ptrs, s.b_ptrs, n_rows, pitch, K2, cin_g_pad, out + c0, a->sw * out_pixel, n_store);
+                    }
+                    j0 += n_store;
+                }
+            }
+    }
+    const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
+    for (idx g = 0; g < G; ++g)
+        avx512::scatter_rows<float>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2],
+                                    a->cin_g, a->dx_s[3], s.out_row + g * cin_g_pad, out_pixel);
+}
+
+}  // namespace dot_bf16
+}  // namespace cvz
+#else  // no AVX512_BF16 code in this build: the path never applies
+namespace cvz {
+namespace dot_bf16 {
+static bool applies(const Conv2dInputGradArgs*) { return false; }
+static void prepare(Conv2dInputGradArgs*) {}
+static void pack(Conv2dInputGradArgs*) {}
+static void row(const Conv2dInputGradArgs*, idx, void*) {}
+}  // namespace dot_bf16
+}  // namespace cvz
+#endif
+
 namespace cvz {
 
 namespace {
@@ -58,12 +394,21 @@ const PackFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_input_grad_pack);
 const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_input_grad_row);
 }  // namespace
 
-void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
+void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64) {
+    isa_pick(prepare_table, isa, f64)(a);
+    a->dot = a->dot && !f64 && isa == ISA_AVX512 && dot_bf16::applies(a);
+    if (a->dot) dot_bf16::prepare(a);
+}
 
-void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64) {
+    if (a->dot) return dot_bf16::pack(a);
+    isa_pick(pack_table, isa, f64)(a);
+}
 
 void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch) {
-    isa_pick(row_table, isa, f64)(static_cast<const Conv2dInputGradArgs*>(args), row, scratch);
+    const Conv2dInputGradArgs* a = static_cast<const Conv2dInputGradArgs*>(args);
+    if (a->dot) return dot_bf16::row(a, row, scratch);
+    isa_pick(row_table, isa, f64)(a, row, scratch);
 }
 
 }  // namespace cvz
@@ -228,6 +573,7 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     }
     a->ow_lo = lo;
     a->ow_span = hi - lo;
+    a->packed_bytes = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad * (idx)sizeof(T);
     const idx taps = a->KH * a->KW;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +

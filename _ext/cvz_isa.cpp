@@ -66,8 +66,23 @@ int detect() {
     return ISA_AVX2;
 }
 
+// AVX512_BF16 (leaf 7, subleaf 1, EAX bit 5), on top of usable AVX-512.
+bool detect_bf16_dot() {
+    if (detect() != ISA_AVX512 || cpuid(7, 0).eax < 1) return false;
+    return bit(cpuid(7, 1).eax, 5);
+}
+
 }  // namespace
 #endif  // CVZ_X86
+
+bool cpu_has_bf16_dot() {
+#if CVZ_X86
+    static const bool has = detect_bf16_dot();
+    return has;
+#else
+    return false;
+#endif
+}
 
 int isa_best() {
 #if CVZ_X86

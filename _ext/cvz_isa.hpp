@@ -16,6 +16,10 @@ constexpr int ISA_COUNT = CVZ_X86 ? 3 : 1;
 // The best variant this CPU and its OS run (CPU features and saved register state).
 int isa_best();
 
+// Whether the CPU has the bfloat16 dot-product instruction (AVX512_BF16) and
+// runs AVX-512 code: what precision="fast" uses for bfloat16 input gradients.
+bool cpu_has_bf16_dot();
+
 inline bool isa_compiled(int isa) { return isa >= 0 && isa < ISA_COUNT; }
 
 // A per-ISA tuning constant: (generic, AVX2, AVX-512) value for `isa`.

@@ -19,6 +19,9 @@ def num_procs() -> int:
 def best_isa() -> _IsaName:
     """Name of the best kernel variant this CPU runs."""
 
+def bf16_dot_available() -> bool:
+    """True when the CPU has AVX512_BF16 and runs AVX-512 code (precision="fast")."""
+
 def available_isas() -> tuple[_IsaName, ...]:
     """Kernel variants compiled in and supported by this CPU, best first."""
 

@@ -43,6 +43,16 @@ _ISA = _isa_from_environment()
 ISA_CODE = _ISA_CODES[_ISA]
 
 
+#: Whether the CPU has the bfloat16 dot-product instruction (AVX512_BF16), which
+#: ``precision="fast"`` uses while the AVX-512 kernels run (not under ``use_isa("avx2")``).
+BF16_DOT = _openmp_info.bf16_dot_available()
+
+
+def bf16_dot_in_use() -> bool:
+    """Whether ``precision="fast"`` kernels may use AVX512_BF16 now (the CPU has it, AVX-512 kernels run)."""
+    return BF16_DOT and _ISA == "avx512"
+
+
 def current_isa() -> str:
     """The SIMD variant the kernels run: 'avx512', 'avx2' or 'generic'."""
     return _ISA

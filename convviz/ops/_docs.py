@@ -61,6 +61,17 @@ device : {None, "cpu", "gpu"}, optional
     CPU.  "gpu" moves NumPy inputs to the current CUDA device.  Mixing NumPy
     and CuPy arrays is a TypeError; "gpu" without CuPy or without a CUDA
     device raises :class:`convviz.errors.DeviceError`.""",
+    "precision": """\
+precision : {"accurate", "fast"}, optional
+    "accurate" (default): half types are multiplied and summed in float32
+    and rounded once.  "fast": bfloat16 runs on the CPU's bfloat16
+    dot-product instruction (AVX512_BF16 ``vdpbf16ps``) where the CPU has it
+    and the AVX-512 kernels run: still summed in float32, in pairs of output
+    channels, with subnormal values flushed to zero, so a result may differ
+    from the accurate one by one bfloat16 unit in the last place (measured
+    bound in BENCHMARKS.md).  Elsewhere, on the GPU, for other dtypes, and
+    for a filter holding NaN or infinity, "fast" computes as "accurate".
+    Bitwise the same for any thread count either way.""",
     "raises": """\
 InvalidArgumentError
     (a ``ValueError``, :class:`convviz.errors.InvalidArgumentError`) for wrong

@@ -30,11 +30,13 @@ def input_grad(
     isa: int,
     f64: bool,
     min_parallel_work: float,
+    dot: bool = False,
 ) -> int:
     """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 
     Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``isa``: an index
-    of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64.
+    of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64;
+    ``dot``: the bfloat16 dot-product path (only on a CPU with AVX512_BF16).
     """
 
 def input_grad_int32(

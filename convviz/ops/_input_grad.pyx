@@ -49,6 +49,8 @@ cdef extern from * namespace "cvz" nogil:
         idx V, cin_g_pad, ow_lo, ow_span, scratch_elems
         int direct, dy_direct, exact_edges
         void* packed
+        int dot
+        idx K2, packed_bytes
 
     void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
     void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
@@ -63,13 +65,16 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
                cnp.ndarray in_backprop, int dx_type,
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-               int n_threads, int isa, bint f64, double min_parallel_work):
+               int n_threads, int isa, bint f64, double min_parallel_work, bint dot=False):
     """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 
     ``out_backprop`` is [N, OH, OW, C_out] and ``filter`` HWIO [KH, KW, C_in /
     groups, C_out], any strides (in elements).  The ``*_type`` codes are
     0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64
-    arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.
+    arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.  ``dot``
+    (precision="fast") asks for the bfloat16 dot-product path: only when the
+    CPU has AVX512_BF16 and ``isa`` is AVX-512; it applies to bfloat16 data
+    with a finite filter and the default path runs otherwise.
     """
     cdef Conv2dInputGradArgs a
     conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], filter.shape[2], groups,
@@ -84,6 +89,7 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     a.w_type = w_type
     element_strides(filter, a.w_s)
     a.packed = NULL
+    a.dot = dot
     conv2d_input_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
@@ -91,7 +97,7 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     cdef idx rows = a.N * a.H
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
-    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cout_g * a.cin_g_pad) * elem
+    cdef size_t packed_bytes = <size_t>a.packed_bytes
     cdef Py_ssize_t used = packed_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)

@@ -93,6 +93,11 @@ class Op:
     tf_doc : str
         Extra numpydoc text for the raw op (Notes, Examples); without an
         Examples section, the raw op gets one that compares it with the op.
+    fast_dtypes : tuple of numpy.dtype
+        The dtypes with a ``precision="fast"`` CPU kernel (the plan is then
+        built as ``plan(call, fast=True)``; it decides whether this CPU has
+        the instructions).  Empty: the op has none, and "fast" computes as
+        "accurate".
     """
 
     name: str
@@ -102,7 +107,7 @@ class Op:
     result: str
     dtypes: tuple[np.dtype, ...]
     validate: Callable[..., Any]
-    plan: Callable[[Any], Any]
+    plan: Callable[..., Any]
     run_gpu: Callable[[Any], Any]
     flops: Callable[[ConvGeometry], float]
     kernel: Any
@@ -110,6 +115,7 @@ class Op:
     reference: Callable[..., np.ndarray]
     tf_attrs: tuple[str, ...] = ()
     tf_doc: str = ""
+    fast_dtypes: tuple[np.dtype, ...] = ()
     tensor_positions: tuple[int, ...] = field(init=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
@@ -123,11 +129,14 @@ class Op:
         self._cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True)
 
     def run(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
-            device: Any = None) -> Any:
+            device: Any = None, precision: str | None = None) -> Any:
         """Validate and run: ``args`` are the op's arguments, the five window
         arguments and ``n_threads``, all positional.  ``op`` names the caller in
         error messages (compat namespaces pass TensorFlow's or MindSpore's op
-        name); ``default_float`` is the dtype Python float lists become."""
+        name); ``default_float`` is the dtype Python float lists become;
+        ``precision`` is "accurate" (None) or "fast" (see ``fast_dtypes``)."""
+        if precision is not None and precision != "accurate":
+            return self._run_fast(args, self.name if op is None else op, default_float, device, precision)
         if device is None:
             result = self._cached_run(args)  # the hot path: a repeat of a valid call
             if result is not _MISS:
@@ -137,18 +146,31 @@ class Op:
             key = None
         return self._validate_and_run(args, key, self.name if op is None else op, default_float, device)
 
+    def _run_fast(self, args: tuple, caller: str, default_float: Any, device: Any, precision: Any) -> Any:
+        """``run`` with ``precision="fast"``: plans cached apart from the accurate ones."""
+        if precision != "fast":
+            raise InvalidArgumentError(f"{caller}: precision must be 'accurate' or 'fast', got {precision!r}")
+        key = self._plan_key(args) if device in (None, "cpu") else None
+        fast_key = None if key is None else ("fast", *key)
+        plan = _PLANS.get(fast_key) if fast_key is not None else None
+        if plan is not None:
+            *_, n_threads = args
+            return plan.run(*(args[i] for i in self.tensor_positions),
+                            _threads.default_threads() if n_threads is None else n_threads)
+        return self._validate_and_run(args, fast_key, caller, default_float, device, fast=True)
+
     def _validate_and_run(self, args: tuple, key: tuple | None, caller: str, default_float: Any,
-                          device: Any) -> Any:
+                          device: Any, fast: bool = False) -> Any:
         *given, n_threads = args
         tensors = [args[i] for i in self.tensor_positions]
         if device is not None or key is None and any(type(t) is not np.ndarray for t in tensors):
             if select_device(caller, device, *tensors) == "gpu":
                 call = self.validate(*given, n_threads, op=caller, default_float=default_float, on_gpu=True)
                 return self.run_gpu(call)
-            if device is not None:  # device="cpu" with NumPy arrays: as cacheable as device=None
+            if device is not None and not fast:  # device="cpu" with NumPy arrays: as cacheable as device=None
                 key = self._plan_key(args)
         call = self.validate(*given, n_threads, op=caller, default_float=default_float)
-        plan = self.plan(call)
+        plan = self.plan(call, fast=True) if fast and call.dtype in self.fast_dtypes else self.plan(call)
         checked = [getattr(call, name) for name in self.tensors]
         if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
             _remember(key, plan)

@@ -91,11 +91,12 @@ class Plan(cpu.ConvPlan):
     then only allocates the result and calls the kernel.
     """
 
-    __slots__ = ()
+    __slots__ = ("fast",)
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, fast: bool = False) -> None:
         g = call.geometry
         super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
+        self.fast = fast  # precision="fast": the bfloat16 dot-product kernel where the CPU has it
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
@@ -117,7 +118,8 @@ class Plan(cpu.ConvPlan):
         _kernel(
             dy.transpose(0, 2, 3, 1) if nchw else dy, code, kernel_view(filt), code,
             result.transpose(0, 2, 3, 1) if nchw else result, code,
-            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK,
+            self.fast and cpu.bf16_dot_in_use())
         return result
 
 
@@ -195,6 +197,7 @@ OP = Op(
     example=example,
     reference=reference,
     tf_attrs=("use_cudnn_on_gpu",),
+    fast_dtypes=(v.BFLOAT16,),
     tf_doc="""\
 Examples
 --------
@@ -225,6 +228,7 @@ def conv2d_backprop_input(
     *,
     n_threads: int | None = None,
     device: str | None = None,
+    precision: str = "accurate",
 ) -> Any:
     """Gradient of conv2d with respect to its input (TensorFlow ``Conv2DBackpropInput``).
 
@@ -257,6 +261,7 @@ def conv2d_backprop_input(
     %(dilations)s
     %(n_threads)s
     %(device)s
+    %(precision)s
 
     Returns
     -------
@@ -311,6 +316,20 @@ def conv2d_backprop_input(
     ...     [5, 5], np.ones((3, 3, 1, 1)), np.ones((1, 1, 2, 2)),
     ...     strides=[2, 2], padding="VALID", data_format="NCHW").shape
     (1, 1, 5, 5)
+
+    bfloat16 with ``precision="fast"``: the CPU's bfloat16 dot-product
+    instruction where it has one (else the same as the default).  Results
+    may differ from the default by one bfloat16 unit in the last place:
+
+    >>> import ml_dtypes
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.standard_normal((3, 3, 16, 32)).astype(ml_dtypes.bfloat16)
+    >>> dy = rng.standard_normal((2, 8, 8, 32)).astype(ml_dtypes.bfloat16)
+    >>> fast = convviz.conv2d_backprop_input([2, 8, 8, 16], w, dy, [1, 1, 1, 1], "SAME",
+    ...                                      precision="fast")
+    >>> exact = convviz.reference.conv2d_backprop_input([2, 8, 8, 16], w, dy, [1, 1, 1, 1], "SAME")
+    >>> bool(np.all(np.abs(fast - exact) <= 2.0**-8 * np.abs(exact) + 1e-6))
+    True
     """
     return OP.run(input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-                  data_format, dilations, n_threads, device=device)
+                  data_format, dilations, n_threads, device=device, precision=precision)

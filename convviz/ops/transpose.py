@@ -122,6 +122,7 @@ def conv_transpose2d(
     *,
     n_threads: int | None = None,
     device: str | None = None,
+    precision: str = "accurate",
 ) -> Any:
     """2-D transposed convolution with PyTorch's semantics (``torch.nn.functional.conv_transpose2d``).
 
@@ -152,6 +153,9 @@ def conv_transpose2d(
         :func:`conv2d_backprop_input`.
     device : {None, "cpu", "gpu"}, optional
         Where to compute, as in :func:`conv2d_backprop_input`.
+    precision : {"accurate", "fast"}, optional
+        "fast" lets bfloat16 run on the CPU's bfloat16 dot-product
+        instruction, as in :func:`conv2d_backprop_input`.
 
     Returns
     -------
@@ -207,7 +211,8 @@ def conv_transpose2d(
     [3, 4]
     """
     args, shape, unbatched, bias = translate(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    out = INPUT_GRAD.run(*args, n_threads, op=OP_NAME, default_float=np.float32, device=device)
+    out = INPUT_GRAD.run(*args, n_threads, op=OP_NAME, default_float=np.float32, device=device,
+                         precision=precision)
     if tuple(out.shape) != shape:  # rows (columns) that no window reaches: zeros
         xp = cuda.cupy_module() if cuda.is_cupy_array(out) else np
         full = xp.zeros(shape, dtype=out.dtype)
