@@ -8,6 +8,13 @@ fastest peer, convviz's 1-thread time and 2-thread scaling, and convviz's peak
 memory beyond its inputs and output.  Peers that are not installed, or that
 refuse a case, are reported as such.
 
+The roofline: before the cases, the benchmark measures the machine's limits on
+the same threads (:mod:`convviz._machine`: the FMA peak of the kernels' SIMD
+variant, the memory bandwidth), and the table sets every case against them:
+its compulsory memory traffic, the GB/s that makes, the fractions of the FMA
+peak and of the bandwidth, which of the two bounds it, and how close it comes
+to the roof that bounds it (:func:`roofline`).
+
 The benchmark is driven by the op records (:data:`convviz.ops.OPS`): a case
 names its op and its geometry; the op's arguments are built from the geometry
 by name (:data:`ARGUMENTS`), convviz runs through the record, TensorFlow
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -68,6 +76,7 @@ class Case:
     dilation: int
     dtype: str = "float32"
     data_format: str = "NHWC"
+    precision: str = "accurate"  # convviz's precision= (the peers run as they do by default)
 
     def __post_init__(self) -> None:
         if self.op not in BY_NAME:  # fail at import, not halfway through a run
@@ -100,8 +109,19 @@ class Case:
         return self.record.flops(self.geometry)
 
     @property
+    def bytes(self) -> int:
+        """Compulsory memory traffic of one call: every tensor argument read once and
+        the result written once (a kernel moves at least this much)."""
+        g = self.geometry
+        result = {"output": g.output_shape, "input gradient": g.input_shape}.get(self.record.result, g.filter_shape)
+        shapes = [ARGUMENTS[name][1](g) for name in self.record.tensors] + [result]
+        return int(sum(math.prod(shape) for shape in shapes)) * np.dtype(DTYPES[self.dtype]).itemsize
+
+    @property
     def label(self) -> str:
         extra = "" if (self.dtype, self.data_format) == ("float32", "NHWC") else f" [{self.dtype}, {self.data_format}]"
+        if self.precision != "accurate":
+            extra += f" {self.precision}"
         return f"{self.name} {self.n},{self.h},{self.w},{self.c_in},{self.c_out_or_mult},{self.k},{self.stride},{self.dilation}{extra}"
 
 
@@ -135,6 +155,12 @@ CASES = [
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float64"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16"),
+    # precision="fast": bfloat16 on the CPU's dot-product instruction where it has one.
+    _bpi("bpi_cifar", 8, 32, 32, 16, 32, 3, 1, 1, dtype="bfloat16", precision="fast"),
+    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16", precision="fast"),
+    _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="bfloat16", precision="fast"),
+    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16", precision="fast"),
+    _bpi("bpi_k7", 4, 64, 64, 16, 16, 7, 1, 1, dtype="bfloat16", precision="fast"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, data_format="NCHW"),
     _bpf("bpf_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
     _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
@@ -221,6 +247,8 @@ def convviz_call(case: Case, data: dict[str, Any], n_threads: int | None,
     # Positional through the record, as the public function calls it: plain
     # lists and strings keep the call on the plan cache's fast path.
     args = (*(data[name] for name in op.args), *window_arguments(case.geometry, PADDING), n_threads)
+    if case.precision != "accurate":
+        return lambda: op.run(*args, precision=case.precision)
     return lambda: op.run(*args)
 
 
@@ -491,19 +519,122 @@ def machine_description() -> dict[str, Any]:
     }
 
 
+# -- the machine's limits (the roofline) -------------------------------------------
+def measure_peaks(threads: int, seconds: float = 0.1, array_bytes: int | None = None,
+                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The machine's FMA peaks and memory bandwidth on ``threads`` threads, for the
+    SIMD variant the kernels run (:func:`convviz._machine.measure`), with the
+    bandwidth roof the table uses (``roof_bandwidth_gbs``, :func:`roof_bandwidth`).
+
+    ``seconds`` is the time of each timed run (the whole takes about fifteen
+    times that, plus the first touch of the arrays); ``array_bytes`` the size of
+    each of the bandwidth's two arrays (None: far beyond the last-level cache).
+    """
+    from . import _machine
+
+    peaks = _machine.measure(threads, seconds=seconds, array_bytes=array_bytes, progress=progress)
+    peaks["roof_bandwidth_gbs"] = roof_bandwidth(peaks["bandwidth_gbs"])
+    return peaks
+
+
+def roof_bandwidth(bandwidth: dict[str, float]) -> float:
+    """The bandwidth roof of every case: the faster of the two copies, in GB/s.
+
+    A kernel reads its inputs and writes its result, the traffic of a copy, and a
+    copy's bandwidth counts the same bytes (read + written) as a case's
+    compulsory traffic does.  The kernels write results of 8 MiB and more with
+    streaming stores (``STREAM_MIN_BYTES`` in ``_ext/cvz_common.hpp``), smaller
+    ones with ordinary stores, so the faster copy is the most a kernel can
+    reach.  The read bandwidth is higher still, but no kernel only reads.
+
+    Examples
+    --------
+    >>> roof_bandwidth({"read": 40.0, "write": 30.0, "copy": 35.0, "copy_streaming": 50.0})
+    50.0
+    >>> roof_bandwidth({"read": 40.0, "write": 30.0, "copy": 35.0})  # no streaming stores (generic)
+    35.0
+    """
+    return max(bandwidth["copy"], bandwidth.get("copy_streaming", 0.0))
+
+
+def peak_gflops(peaks: dict[str, Any], dtype: str, precision: str = "accurate") -> float:
+    """The FMA peak that bounds a case of ``dtype``: float64's for float64, else
+    float32's (the kernels compute float16 and bfloat16 in float32) -- but the
+    bfloat16 dot product's for bfloat16 with precision="fast" where it was measured."""
+    fma = peaks["fma_gflops"]
+    if dtype == "bfloat16" and precision == "fast" and "bfloat16_dot" in fma:
+        return float(fma["bfloat16_dot"])
+    return float(fma["float64"] if dtype == "float64" else fma["float32"])
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Where a case sits under the roofline (rates in GFLOP/s and GB/s, fractions of 1)."""
+
+    gflops: float  # achieved: flops / time
+    gbs: float  # compulsory bytes / time
+    intensity: float  # flops per compulsory byte
+    ridge: float  # peak / bandwidth: the intensity at which the two roofs meet
+    bound: str  # "memory" (intensity below the ridge) or "compute"
+    of_peak: float  # gflops / FMA peak
+    of_bandwidth: float  # gbs / bandwidth
+    of_roof: float  # gflops / min(peak, intensity * bandwidth): how close to the roof that bounds it
+
+
+def roofline(flops: float, nbytes: float, seconds: float, peak: float, bandwidth: float) -> Roofline:
+    """Set a case (``flops`` and compulsory ``nbytes`` done in ``seconds``) against
+    the machine's FMA ``peak`` (GFLOP/s) and ``bandwidth`` (GB/s).
+
+    The case is memory-bound when its arithmetic intensity (flops per byte) is
+    below the ridge point peak / bandwidth, compute-bound at or above it; its
+    roof is min(peak, intensity * bandwidth).
+
+    Examples
+    --------
+    >>> r = roofline(flops=2e9, nbytes=1e8, seconds=0.1, peak=100.0, bandwidth=10.0)
+    >>> r.intensity, r.ridge, r.bound, round(r.gflops), round(r.of_peak, 2), round(r.of_roof, 2)
+    (20.0, 10.0, 'compute', 20, 0.2, 0.2)
+    >>> r = roofline(flops=1e8, nbytes=1e8, seconds=0.02, peak=100.0, bandwidth=10.0)
+    >>> r.bound, round(r.gbs), round(r.of_bandwidth, 2), round(r.of_roof, 2)
+    ('memory', 5, 0.5, 0.5)
+    """
+    gflops, gbs = flops / seconds / 1e9, nbytes / seconds / 1e9
+    intensity, ridge = flops / nbytes, peak / bandwidth
+    return Roofline(gflops=gflops, gbs=gbs, intensity=intensity, ridge=ridge,
+                    bound="memory" if intensity < ridge else "compute", of_peak=gflops / peak,
+                    of_bandwidth=gbs / bandwidth, of_roof=gflops / min(peak, intensity * bandwidth))
+
+
+def case_roofline(result: Result, peaks: dict[str, Any] | None) -> Roofline | None:
+    """The roofline of a result's convviz time (None without peaks or a time)."""
+    seconds = result.times.get("convviz")
+    if not peaks or not seconds:
+        return None
+    return roofline(result.case.flops, result.case.bytes, seconds, peak_gflops(peaks, result.case.dtype, result.case.precision),
+                    peaks["roof_bandwidth_gbs"])
+
+
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
         min_seconds: float = 0.5, min_rounds: int = 6, max_rounds: int = 200, scaling: bool = True,
         seed: int = 0, progress: Callable[[str], None] | None = None,
-        device: str = "cpu") -> tuple[list[Result], dict[str, Any]]:
+        device: str = "cpu", peaks: bool = True, peak_seconds: float = 0.1,
+        peak_array_bytes: int | None = None) -> tuple[list[Result], dict[str, Any]]:
     """Time every case; returns the results and a description of the run.
 
-    ``device="gpu"`` times convviz on CuPy against PyTorch on CUDA (cuDNN);
-    TensorFlow (the CPU build) and the 1-thread and memory columns are left out.
+    On the CPU, the machine's peaks are measured first (``peaks``; see
+    :func:`measure_peaks` for ``peak_seconds`` and ``peak_array_bytes``) and
+    stored as ``info["peaks"]``.  ``device="gpu"`` times convviz on CuPy against
+    PyTorch on CUDA (cuDNN); TensorFlow (the CPU build), the CPU peaks and the
+    1-thread and memory columns are left out.
     """
     if device == "gpu":
         peers = tuple(p for p in peers if p == "torch")
         scaling = False
+        peaks = False
     peer_status = _load_peers(list(peers), threads)
+    machine_peaks = measure_peaks(threads, peak_seconds, peak_array_bytes, progress) if peaks else None
+    if machine_peaks and progress:
+        progress(peaks_line(machine_peaks))
     rng = np.random.default_rng(seed)
     results = []
     for number, case in enumerate(cases, 1):
@@ -539,6 +670,8 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
                 f"{name} {_ms(t)} ms" if t else f"{name} {result.notes.get(name, '-')}"
                 for name, t in result.times.items()))
     info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device}
+    if machine_peaks:
+        info["peaks"] = machine_peaks
     if device == "gpu":
         from ._backends import cuda
 
@@ -562,9 +695,51 @@ def _bytes(n: int | None) -> str:
     return str(size)
 
 
-def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch")) -> str:
-    """A Markdown table of the results."""
+def peaks_line(peaks: dict[str, Any], cpu: str | None = None) -> str:
+    """One line of the machine's measured limits (as the benchmark prints them)."""
+    fma, bandwidth = peaks["fma_gflops"], peaks["bandwidth_gbs"]
+    streaming = (f", copy with streaming stores {bandwidth['copy_streaming']:.1f}"
+                 if "copy_streaming" in bandwidth else "")
+    cache = f"; last-level cache {_bytes(peaks['llc_bytes'])}" if peaks.get("llc_bytes") else ""
+    return (f"machine: {cpu + ', ' if cpu else ''}ISA {peaks['isa']}: FMA peak {fma['float32']:.1f} GFLOP/s "
+            f"float32, {fma['float64']:.1f} float64"
+            + (f", {fma['bfloat16_dot']:.1f} bfloat16 dot product" if "bfloat16_dot" in fma else "")
+            + f" ({peaks['isa']}, {peaks['threads']} threads); bandwidth "
+            f"read {bandwidth['read']:.1f}, write {bandwidth['write']:.1f}, copy {bandwidth['copy']:.1f}"
+            f"{streaming} GB/s (2 arrays of {_bytes(peaks['array_bytes'])}{cache}; measured in "
+            f"{peaks['seconds']:.1f} s)")
+
+
+def roofline_legend(peaks: dict[str, Any]) -> str:
+    """What the table's roofline columns mean, with this machine's numbers."""
+    bandwidth = peaks["roof_bandwidth_gbs"]
+    fma = peaks["fma_gflops"]
+    cache = (f" \\* the case's tensors fit in the {_bytes(peaks['llc_bytes'])} last-level cache, where repeated "
+             f"calls find them: it can beat the memory bandwidth." if peaks.get("llc_bytes") else "")
+    return (
+        "Roofline columns: *traffic* is the compulsory memory traffic of a call (every tensor argument read once, the "
+        "result written once) and *GB/s* that traffic over convviz's time. *% FMA* is GFLOP/s against the "
+        f"measured FMA peak ({fma['float32']:.1f} GFLOP/s float32, {fma['float64']:.1f} float64 for the "
+        "float64 cases"
+        + (f", {fma['bfloat16_dot']:.1f} for the bfloat16 dot product of precision=\"fast\""
+           if "bfloat16_dot" in fma else "")
+        + f"; {peaks['isa']}, {peaks['threads']} threads). *% BW* is GB/s against the copy "
+        f"bandwidth, {bandwidth:.1f} GB/s: a kernel reads its inputs and writes its result, as a copy does "
+        "(counted the same way, bytes read + written), and the faster of the two measured copies (ordinary "
+        "or streaming stores; the kernels stream results of 8 MiB and more) is the most it can reach. "
+        "*bound* is the roof the case's arithmetic intensity (flops per compulsory byte) puts it under: "
+        f"memory below the ridge point (peak / bandwidth = {peak_gflops(peaks, 'float32') / bandwidth:.1f} "
+        "flop/byte in float32), compute above. *% roof* is GFLOP/s against that roof, min(peak, "
+        f"intensity x bandwidth).{cache}")
+
+
+def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
+          peaks: dict[str, Any] | None = None) -> str:
+    """A Markdown table of the results; with the machine's ``peaks``, roofline columns too
+    (see :func:`roofline_legend`)."""
     head = ["case (N,H,W,Cin,Cout\\|M,K,s,d)", "convviz ms", "GFLOP/s"]
+    if peaks:
+        head += ["traffic", "GB/s", "% FMA", "% BW", "bound", "% roof"]
     head += [f"{p} ms" for p in peers] + ["speedup vs best peer", "1-thread ms", "2T/1T", "extra memory (output)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
@@ -573,6 +748,12 @@ def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"
         known = [x for x in peer_times if x]
         speedup = f"{min(known) / t:.2f}x" if known and t else "-"
         cells = [r.case.label, _ms(t), f"{r.case.flops / t / 1e9:.1f}" if t else "-"]
+        if peaks:
+            roof = case_roofline(r, peaks)
+            cached = "\\*" if peaks.get("llc_bytes") and r.case.bytes <= peaks["llc_bytes"] else ""
+            cells.append(_bytes(r.case.bytes))
+            cells += ([f"{roof.gbs:.1f}", f"{roof.of_peak * 100:.0f}", f"{roof.of_bandwidth * 100:.0f}{cached}",
+                       roof.bound, f"{roof.of_roof * 100:.0f}"] if roof else ["-"] * 5)
         for p, x in zip(peers, peer_times):
             cells.append(_ms(x) if x else (r.notes.get(p, "-")[:40]))
         scaling = f"{r.convviz_1thread / t:.2f}" if r.convviz_1thread and t else "-"
@@ -580,6 +761,18 @@ def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"
                   f"{_bytes(r.extra_bytes)} ({_bytes(r.output_bytes)})"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _asdict_or_none(roof: Roofline | None) -> dict[str, Any] | None:
+    return None if roof is None else asdict(roof)
+
+
+#: The time of each timed run of the peaks' measurement (about 1.5 s in all, 0.5 s with --quick),
+#: and the size of each of the bandwidth's two arrays (None: four times the last-level cache, at
+#: least 128 MiB).
+PEAK_SECONDS = 0.1
+QUICK_PEAK_SECONDS = 0.02
+PEAK_ARRAY_BYTES: int | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -609,7 +802,9 @@ def main(argv: list[str] | None = None) -> int:
         except DeviceError as err:
             parser.error(str(err))
     results, info = run(cases, threads=args.threads, peers=peers, device=args.device,
-                        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True), **rounds)
+                        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+                        peak_seconds=QUICK_PEAK_SECONDS if args.quick else PEAK_SECONDS,
+                        peak_array_bytes=PEAK_ARRAY_BYTES, **rounds)
     machine = info["machine"]
     if args.device == "gpu":
         print(f"\nconvviz {machine['convviz']} on {', '.join(info['gpu'].get('gpu', ['?']))} "
@@ -618,14 +813,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nconvviz {machine['convviz']} ({machine['kernels']} kernels, OpenMP "
               f"{'on' if machine['openmp'] else 'off'}), {args.threads} threads on {machine['cpu']} "
               f"({machine['cores']} cores; {' '.join(machine['isa']) or 'ISA unknown'})")
+        print(peaks_line(info["peaks"], machine["cpu"]))
     for name, version in info["peers"].items():
         print(f"  {name}: {version}")
     print()
-    print(table(results, peers or ("tensorflow", "torch")))
+    peaks = info.get("peaks")
+    print(table(results, peers or ("tensorflow", "torch"), peaks))
+    if peaks:
+        print()
+        print(roofline_legend(peaks))
     if args.json:
         payload = {"info": info, "results": [
-            {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "times": r.times, "notes": r.notes,
-             "convviz_1thread": r.convviz_1thread, "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes}
+            {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,
+             "times": r.times, "notes": r.notes, "convviz_1thread": r.convviz_1thread,
+             "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes,
+             "roofline": _asdict_or_none(case_roofline(r, peaks))}
             for r in results]}
         with open(args.json, "w") as handle:
             json.dump(payload, handle, indent=1)

@@ -103,32 +103,122 @@ def test_a_peer_without_a_call_for_the_op_is_noted(monkeypatch):
     monkeypatch.setattr(bench, "_load_peers", lambda wanted, threads: {"torch": "test"})
     monkeypatch.setattr(bench, "TORCH_CALLS", {})
     cases = [case for case in bench.CASES if case.name == "fwd_tiny"]
-    results, _ = bench.run(cases, peers=("torch",), min_seconds=0, min_rounds=1, max_rounds=1, scaling=False)
+    results, _ = bench.run(cases, peers=("torch",), min_seconds=0, min_rounds=1, max_rounds=1, scaling=False,
+                           peaks=False)
     assert results[0].notes == {"torch": "no PyTorch call (bench.TORCH_CALLS)"}
     assert "no PyTorch call" in bench.table(results, ("torch",))
 
 
-def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys):
+ROOFLINE_COLUMNS = ["traffic", "GB/s", "% FMA", "% BW", "bound", "% roof"]
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split(" | ")]
+
+
+def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)  # the run's peaks, quickly (not a real bandwidth)
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--no-peers", "--only", ",".join(TINY), "--json", str(path)]) == 0
     out, err = capsys.readouterr()
+    header = next(line for line in out.splitlines() if line.startswith("| case"))
+    assert _cells(header)[3:9] == ROOFLINE_COLUMNS  # the roofline beside GFLOP/s
     rows = [line for line in out.splitlines() if line.startswith("| ") and "_tiny " in line]
     assert [row.split()[1] for row in rows] == TINY  # one row per case, in CASES order
     for row in rows:
-        assert len(row.strip("|").split("|")) == 9 and row.split("|")[2].strip() != "-"  # convviz was timed
+        cells = _cells(row)
+        assert len(cells) == 15 and cells[1] != "-"  # convviz was timed
+        assert cells[7] in ("memory", "compute") and all(cell.rstrip("\\*").isdigit() for cell in cells[5:9:3])
     for number, name in enumerate(TINY, 1):  # a line when each case starts and when it is done
         assert f"[{number}/3] {name} " in err and "..." in err
         assert any(line.strip().startswith(f"[{number}/3] {name} ") and ": convviz " in line
                    for line in err.splitlines())
+    # The peaks are measured first, on the run's threads and the kernels' ISA, and printed.
+    assert err.index("measuring the float32 FMA peak") < err.index("[1/3]")
     payload = json.loads(path.read_text())
-    machine = payload["info"]["machine"]
+    machine, peaks = payload["info"]["machine"], payload["info"]["peaks"]
     assert {"cpu", "isa", "cores", "kernels", "kernels_compiled", "openmp"} <= set(machine)
     assert isinstance(machine["isa"], list) and set(machine["isa"]) <= set(bench.ISA_FLAGS)
     assert machine["cpu"] in out and machine["kernels"] in out
+    assert peaks["isa"] == machine["kernels"] and peaks["threads"] == (2 if machine["openmp"] else 1)
+    assert peaks["fma_gflops"]["float32"] > 0 and peaks["fma_gflops"]["float64"] > 0
+    assert peaks["bandwidth_gbs"]["copy"] > 0 and peaks["roof_bandwidth_gbs"] >= peaks["bandwidth_gbs"]["copy"]
+    machine_line = next(line for line in out.splitlines() if line.startswith("machine: "))
+    assert machine["cpu"] in machine_line and f"ISA {peaks['isa']}" in machine_line
+    assert f"FMA peak {peaks['fma_gflops']['float32']:.1f} GFLOP/s" in machine_line
+    assert f"copy {peaks['bandwidth_gbs']['copy']:.1f}" in machine_line
+    assert "Roofline columns:" in out
     assert [(r["name"], r["op"]) for r in payload["results"]] == [
         ("fwd_tiny", "conv2d"), ("bpi_tiny", "conv2d_backprop_input"),
         ("dwf_tiny", "depthwise_conv2d_native_backprop_filter")]
     assert all(r["times"]["convviz"] > 0 and r["flops"] > 0 for r in payload["results"])
+    for r in payload["results"]:
+        case = next(c for c in bench.CASES if c.label == r["label"])
+        assert r["bytes"] == case.bytes
+        assert r["roofline"]["bound"] in ("memory", "compute")
+        assert r["roofline"]["gbs"] == pytest.approx(case.bytes / r["times"]["convviz"] / 1e9)
+
+
+def test_compulsory_bytes_are_the_tensor_arguments_and_the_result():
+    by_label = {case.label: case for case in bench.CASES}
+    fwd = by_label["fwd_resnet 8,56,56,64,64,3,1,1"]  # input, filter, output
+    assert fwd.bytes == 4 * (8 * 56 * 56 * 64 + 3 * 3 * 64 * 64 + 8 * 56 * 56 * 64)
+    bpi = by_label["bpi_stride2 8,56,56,64,128,3,2,1"]  # filter, out_backprop (input_sizes is a list), input gradient
+    assert bpi.bytes == 4 * (3 * 3 * 64 * 128 + 8 * 28 * 28 * 128 + 8 * 56 * 56 * 64)
+    dwf = by_label["dwf_mobilenet 8,56,56,64,1,3,1,1"]  # input, out_backprop, filter gradient
+    assert dwf.bytes == 4 * (2 * 8 * 56 * 56 * 64 + 3 * 3 * 64)
+    assert by_label["dwf_mobilenet 8,56,56,64,1,3,1,1 [float64, NHWC]"].bytes == 2 * dwf.bytes
+    assert by_label["dwf_mobilenet 8,56,56,64,1,3,1,1 [bfloat16, NHWC]"].bytes == dwf.bytes // 2
+    assert by_label["dwf_mobilenet 8,56,56,64,1,3,1,1 [float32, NCHW]"].bytes == dwf.bytes
+
+
+def test_roofline_bound_is_memory_below_the_ridge_and_compute_above():
+    peak, bandwidth = 200.0, 40.0  # ridge point: 5 flop/byte
+    memory = bench.roofline(flops=4e8, nbytes=1e8, seconds=0.01, peak=peak, bandwidth=bandwidth)
+    assert (memory.intensity, memory.ridge, memory.bound) == (4.0, 5.0, "memory")
+    assert memory.gbs == pytest.approx(10.0) and memory.of_bandwidth == pytest.approx(0.25)
+    assert memory.gflops == pytest.approx(40.0) and memory.of_peak == pytest.approx(0.2)
+    assert memory.of_roof == pytest.approx(40.0 / (4.0 * bandwidth))  # the slanted roof
+    compute = bench.roofline(flops=6e9, nbytes=1e8, seconds=0.1, peak=peak, bandwidth=bandwidth)
+    assert (compute.intensity, compute.bound) == (60.0, "compute")
+    assert compute.of_roof == pytest.approx(60.0 / peak) == compute.of_peak  # the flat roof
+    assert bench.roofline(5e8, 1e8, 1.0, peak, bandwidth).bound == "compute"  # on the ridge
+
+
+def test_the_roof_bandwidth_and_the_peak_of_each_dtype():
+    bandwidth = {"read": 40.0, "write": 30.0, "copy": 35.0, "copy_streaming": 50.0}
+    assert bench.roof_bandwidth(bandwidth) == 50.0
+    assert bench.roof_bandwidth({k: v for k, v in bandwidth.items() if k != "copy_streaming"}) == 35.0
+    peaks = {"fma_gflops": {"float32": 200.0, "float64": 100.0}}
+    assert [bench.peak_gflops(peaks, d) for d in ("float32", "float64", "float16", "bfloat16")] == [
+        200.0, 100.0, 200.0, 200.0]
+
+
+def _fake_peaks(llc_bytes: int = 32 << 20) -> dict:
+    return {"isa": "avx2", "threads": 2, "fma_gflops": {"float32": 200.0, "float64": 100.0},
+            "bandwidth_gbs": {"read": 40.0, "write": 30.0, "copy": 35.0, "copy_streaming": 50.0},
+            "roof_bandwidth_gbs": 50.0, "array_bytes": 128 << 20, "llc_bytes": llc_bytes, "seconds": 1.0}
+
+
+def test_table_roofline_columns_with_made_up_numbers():
+    by_label = {case.label: case for case in bench.CASES}
+    fwd, dwc = by_label["fwd_resnet 8,56,56,64,64,3,1,1"], by_label["dwc_mobilenet 8,112,112,32,1,3,1,1"]
+    results = [bench.Result(fwd, times={"convviz": fwd.flops / 100e9}),  # 100 GFLOP/s
+               bench.Result(dwc, times={"convviz": dwc.bytes / 25e9}),  # 25 GB/s
+               bench.Result(fwd, times={"convviz": None})]
+    text = bench.table(results, ("torch",), _fake_peaks(llc_bytes=16 << 20))
+    header, _, *rows = text.splitlines()
+    assert _cells(header)[3:9] == ROOFLINE_COLUMNS and len(_cells(header)) == 14
+    first, second, third = (_cells(row) for row in rows)
+    # fwd_resnet: 142 flop/byte, far above the 4 flop/byte ridge; its 12.4 MiB fit the 16 MiB cache (\*)
+    assert first[3:9] == ["12.4 MiB", "0.7", "50", "1\\*", "compute", "50"]
+    # dwc_mobilenet: 2.25 flop/byte, below the ridge: half the bandwidth is half its roof
+    assert second[3:9] == ["24.5 MiB", "25.0", "28", "50", "memory", "50"]
+    assert third[3:9] == ["12.4 MiB", "-", "-", "-", "-", "-"]
+    legend = bench.roofline_legend(_fake_peaks())
+    assert "50.0 GB/s" in legend and "200.0 GFLOP/s" in legend and "4.0 flop/byte" in legend
+    # No peaks (the GPU run): the table as before.
+    assert len(_cells(bench.table(results, ("torch",)).splitlines()[0])) == 8
 
 
 def test_unknown_case_is_a_usage_error(capsys):
