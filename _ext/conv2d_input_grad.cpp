@@ -51,6 +51,109 @@ void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* sc
 // The Cython module's include: the interface above is all it needs.
 #elif !defined(CVZ_PER_ISA_PASS)  // 2. the entry points
 
+namespace cvz {
+
+// ---------------------------------------------------------------- the row walk
+// What both paths (the per-ISA kernels below and the bfloat16 dot path) do to
+// walk one input row: the kernel rows that reach it, the dy rows they need
+// (cached across consecutive rows), and each stride phase's taps.  ISA-free.
+
+// The tap tables of a row, carved from the end of a thread's scratch.
+struct RowTaps {
+    idx* slot_kh;      // kernel row of each slot (kernel rows reaching the input row)
+    idx* slot_oh;      // its dy row
+    idx* slot_key;     // cached dy row of each buffer slot (n * OH + oh + 1, 0 = empty)
+    idx* row_of_slot;  // buffer slot holding the dy row of kernel-row slot i
+    idx* tap_ow0;      // per tap of a phase: its first dy pixel
+    idx* tap_slot;     // its kernel-row slot
+    idx* tap_k;        // its kernel tap kh * KW + kw
+};
+
+// Bytes of the tables and of the two pointer arrays (a_ptrs, b_ptrs) after them.
+static inline idx row_taps_bytes(const Conv2dInputGradArgs* a) {
+    const idx taps = a->KH * a->KW;
+    return (idx)((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*));
+}
+
+// Fill *t from `ints`; returns where the pointer arrays start.
+static inline void* carve_row_taps(RowTaps* t, idx* ints, const Conv2dInputGradArgs* a) {
+    const idx taps = a->KH * a->KW;
+    t->slot_kh = ints;
+    t->slot_oh = ints + a->KH;
+    t->slot_key = t->slot_oh + a->KH;
+    t->row_of_slot = t->slot_key + a->KH;
+    t->tap_ow0 = t->row_of_slot + a->KH;
+    t->tap_slot = t->tap_ow0 + taps;
+    t->tap_k = t->tap_slot + taps;
+    return t->tap_k + taps;
+}
+
+// The kernel rows that reach input row ih (slot_kh, slot_oh); returns how many.
+static inline idx row_slots(const Conv2dInputGradArgs* a, idx ih, RowTaps* t) {
+    idx n_slots = 0;
+    for (idx kh = 0; kh < a->KH; ++kh) {
+        const idx u = ih + a->pt - kh * a->dh;
+        if (u < 0 || u % a->sh != 0 || u / a->sh >= a->OH) continue;
+        t->slot_kh[n_slots] = kh;
+        t->slot_oh[n_slots++] = u / a->sh;
+    }
+    return n_slots;
+}
+
+// Point row_of_slot[i] at a buffer slot holding dy row (n, slot_oh[i]): a cached
+// one, else a slot no other kernel row needs, filled by stage(oh, slot).  The
+// KH slots stay cached across the thread's consecutive rows, which share most
+// of their dy rows (slot_key = n * OH + oh + 1; 0 = empty, as zeroed).
+template <class Stage>
+static inline void cache_dy_rows(const Conv2dInputGradArgs* a, idx n, idx n_slots, RowTaps* t, Stage stage) {
+    for (idx i = 0; i < n_slots; ++i) {
+        t->row_of_slot[i] = -1;
+        for (idx k = 0; k < a->KH; ++k)
+            if (t->slot_key[k] == n * a->OH + t->slot_oh[i] + 1) t->row_of_slot[i] = k;
+    }
+    for (idx i = 0; i < n_slots; ++i) {
+        if (t->row_of_slot[i] >= 0) continue;
+        idx free_slot = 0;
+        for (idx k = 0; k < a->KH; ++k) {
+            bool needed = false;
+            for (idx j = 0; j < n_slots; ++j) needed = needed || t->row_of_slot[j] == k;
+            if (!needed) { free_slot = k; break; }
+        }
+        stage(t->slot_oh[i], free_slot);
+        t->slot_key[free_slot] = n * a->OH + t->slot_oh[i] + 1;
+        t->row_of_slot[i] = free_slot;
+    }
+}
+
+// The taps of phase r (pixels iw = r + j * sw): (slot, kw) with r + pl - kw * dw
+// divisible by sw, slot-major.  Returns how many.
+static inline idx phase_taps(const Conv2dInputGradArgs* a, idx r, idx n_slots, RowTaps* t) {
+    idx n_taps = 0;
+    for (idx slot = 0; slot < n_slots; ++slot)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            const idx u = r + a->pl - kw * a->dw;
+            if (((u % a->sw) + a->sw) % a->sw != 0) continue;
+            t->tap_ow0[n_taps] = floor_div(u, a->sw);
+            t->tap_slot[n_taps] = slot;
+            t->tap_k[n_taps++] = t->slot_kh[slot] * a->KW + kw;
+        }
+    return n_taps;
+}
+
+// Every kernel row of a phase has the same kwt taps; whether their windows form
+// an arithmetic run (step *dstep >= 1), so that fused tiles can share dy pixels.
+static inline bool phase_fusable(const RowTaps& t, idx n_taps, idx kwt, idx* dstep) {
+    *dstep = 0;
+    if (kwt < 2) return false;
+    *dstep = t.tap_ow0[0] - t.tap_ow0[1];
+    bool fusable = *dstep >= 1;
+    for (idx i = 0; i < n_taps && fusable; ++i)
+        fusable = t.tap_ow0[i] == t.tap_ow0[i - i % kwt] - (i % kwt) * *dstep;
+    return fusable;
+}
+
+}  // namespace cvz
+
 #define CVZ_OP_BODY "conv2d_input_grad.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"
 
@@ -93,11 +196,10 @@ static bool applies(const Conv2dInputGradArgs* a) {
 }
 
 // Per-thread scratch: staged dy rows (KH cache slots), the float32 output row,
-// then the slot and tap tables (as the default path's InputGradScratch).
-struct Scratch {
+// then the row walk's tables and pointer arrays.
+struct Scratch : RowTaps {
     pair* dy_rows;
     float* out_row;
-    idx *slot_kh, *slot_oh, *slot_key, *row_of_slot, *tap_ow0, *tap_slot, *tap_k;
     const pair** a_ptrs;
     const pair** b_ptrs;
 };
@@ -106,19 +208,10 @@ static inline idx row_pairs(const Conv2dInputGradArgs* a) { return a->ow_span * 
 
 static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
     Scratch s;
-    const idx taps = a->KH * a->KW;
     s.dy_rows = (pair*)raw;
     s.out_row = (float*)(s.dy_rows + round_up(a->KH * row_pairs(a), 16));
-    idx* ints = (idx*)(s.out_row + round_up(a->W * a->G * a->cin_g_pad, 16));
-    s.slot_kh = ints;
-    s.slot_oh = ints + a->KH;
-    s.slot_key = s.slot_oh + a->KH;
-    s.row_of_slot = s.slot_key + a->KH;
-    s.tap_ow0 = s.row_of_slot + a->KH;
-    s.tap_slot = s.tap_ow0 + taps;
-    s.tap_k = s.tap_slot + taps;
-    s.a_ptrs = (const pair**)(s.tap_k + taps);
-    s.b_ptrs = s.a_ptrs + taps;
+    s.a_ptrs = (const pair**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->W * a->G * a->cin_g_pad, 16)), a);
+    s.b_ptrs = s.a_ptrs + a->KH * a->KW;
     return s;
 }
 
@@ -127,9 +220,8 @@ static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
 static void prepare(Conv2dInputGradArgs* a) {
     a->K2 = (a->cout_g + 1) / 2;
     a->packed_bytes = a->KH * a->KW * a->G * a->K2 * a->cin_g_pad * (idx)sizeof(pair);
-    const idx taps = a->KH * a->KW;
     a->scratch_elems = round_up(a->KH * row_pairs(a), 16) + round_up(a->W * a->G * a->cin_g_pad, 16) +
-                       (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(float)) + 16;
+                       row_taps_bytes(a) / (idx)sizeof(float) + 16;
 }
 
 static void pack(Conv2dInputGradArgs* a) {
@@ -287,50 +379,16 @@ static void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
     Scratch s = scratch(a, raw);
     const idx n = row_index / a->H, ih = row_index % a->H;
     const idx G = a->G, K2 = a->K2, cin_g_pad = a->cin_g_pad, pitch = G * K2, rp = row_pairs(a);
-    idx n_slots = 0;
-    for (idx kh = 0; kh < a->KH; ++kh) {
-        const idx t = ih + a->pt - kh * a->dh;
-        if (t < 0 || t % a->sh != 0 || t / a->sh >= a->OH) continue;
-        s.slot_kh[n_slots] = kh;
-        s.slot_oh[n_slots++] = t / a->sh;
-    }
-    for (idx i = 0; i < n_slots; ++i) {  // cached rows (slot_key = n * OH + oh + 1; 0 = empty)
-        s.row_of_slot[i] = -1;
-        for (idx k = 0; k < a->KH; ++k)
-            if (s.slot_key[k] == n * a->OH + s.slot_oh[i] + 1) s.row_of_slot[i] = k;
-    }
-    for (idx i = 0; i < n_slots; ++i) {
-        if (s.row_of_slot[i] >= 0) continue;
-        idx free_slot = 0;
-        for (idx k = 0; k < a->KH; ++k) {
-            bool needed = false;
-            for (idx j = 0; j < n_slots; ++j) needed = needed || s.row_of_slot[j] == k;
-            if (!needed) { free_slot = k; break; }
-        }
-        stage_row(a, n, s.slot_oh[i], s.dy_rows + free_slot * rp);
-        s.slot_key[free_slot] = n * a->OH + s.slot_oh[i] + 1;
-        s.row_of_slot[i] = free_slot;
-    }
+    const idx n_slots = row_slots(a, ih, &s);
+    cache_dy_rows(a, n, n_slots, &s, [&](idx oh, idx slot) { stage_row(a, n, oh, s.dy_rows + slot * rp); });
     const pair* packed = (const pair*)a->packed;
     const idx out_pixel = G * cin_g_pad;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
-        idx n_taps = 0;
-        for (idx slot = 0; slot < n_slots; ++slot)
-            for (idx kw = 0; kw < a->KW; ++kw) {
-                const idx u = r + a->pl - kw * a->dw;
-                if (((u % a->sw) + a->sw) % a->sw != 0) continue;
-                s.tap_ow0[n_taps] = floor_div(u, a->sw);
-                s.tap_slot[n_taps] = slot;
-                s.tap_k[n_taps++] = s.slot_kh[slot] * a->KW + kw;
-            }
-        // Every kernel row of the phase has the same taps; when their windows
-        // form an arithmetic run (step dstep), the fused tiles share dy pairs.
+        const idx n_taps = phase_taps(a, r, n_slots, &s);
         const idx kwt = n_slots ? n_taps / n_slots : 0;
-        idx dstep = kwt >= 2 ? s.tap_ow0[0] - s.tap_ow0[1] : 0;
-        bool fusable = kwt >= 2 && dstep >= 1;
-        for (idx t = 0; t < n_taps && fusable; ++t)
-            fusable = s.tap_ow0[t] == s.tap_ow0[t - t % kwt] - (t % kwt) * dstep;
+        idx dstep = 0;
+        const bool fusable = phase_fusable(s, n_taps, kwt, &dstep);
         // Wide blocks (2 vectors of input channels) in one pass over the
         // pixels, then the narrow remainder (1 vector) in another.
         const idx wide_end = cin_g_pad / 32 * 32;
@@ -513,17 +571,10 @@ static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shap
 // `dy_rows` [KH][ow_span][Cout], zero outside [0, OW).  `out_row` [W][G][cin_g_pad]
 // holds results that cannot be stored in place; then the tap tables.
 template <class T>
-struct InputGradScratch {
+struct InputGradScratch : RowTaps {
     T* dy_rows;
     T* stage;
     T* out_row;
-    idx* slot_kh;
-    idx* slot_oh;
-    idx* slot_key;     // cached dy row of each buffer slot (n * OH + oh + 1, 0 = empty)
-    idx* row_of_slot;  // buffer slot holding the dy row of kernel-row slot i
-    idx* tap_ow0;
-    idx* tap_slot;
-    idx* tap_k;
     const T** a_ptrs;
     const T** b_ptrs;
 };
@@ -537,15 +588,7 @@ static inline InputGradScratch<T> input_grad_scratch(const Conv2dInputGradArgs* 
     s.dy_rows = (T*)raw;
     s.stage = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
     s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
-    idx* ints = (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16));
-    s.slot_kh = ints;
-    s.slot_oh = ints + a->KH;
-    s.slot_key = s.slot_oh + a->KH;
-    s.row_of_slot = s.slot_key + a->KH;
-    s.tap_ow0 = s.row_of_slot + a->KH;
-    s.tap_slot = s.tap_ow0 + taps;
-    s.tap_k = s.tap_slot + taps;
-    s.a_ptrs = (const T**)(s.tap_k + taps);
+    s.a_ptrs = (const T**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16)), a);
     s.b_ptrs = s.a_ptrs + taps;
     return s;
 }
@@ -577,8 +620,7 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     const idx taps = a->KH * a->KW;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
-                       round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) +
-                       (idx)(((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*)) / sizeof(T)) + 16;
+                       round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) + row_taps_bytes(a) / (idx)sizeof(T) + 16;
 }
 
 // Pack the HWIO filter as [KH][KW][G][cout_g][cin_g_pad] in the compute type,
@@ -778,41 +820,14 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
     const idx row_elems = a->ow_span * Cout;
 
     // Kernel rows that reach this input row.  When dy is not read in place, each
-    // needs a converted copy of its dy row: rows stay cached in the KH slots of
-    // this thread's scratch (slot_key = n * OH + oh + 1; 0 = empty, as zeroed),
-    // since consecutive input rows share most of their dy rows.
-    idx n_slots = 0;
-    for (idx kh = 0; kh < a->KH; ++kh) {
-        idx t = ih + a->pt - kh * a->dh;
-        if (t < 0 || t % a->sh != 0) continue;
-        idx oh = t / a->sh;
-        if (oh >= a->OH) continue;
-        s.slot_kh[n_slots] = kh;
-        s.slot_oh[n_slots++] = oh;
-    }
-    if (!a->dy_direct) {
-        // tap_slot[] below indexes s.row_of_slot: the cache slot holding each dy row.
-        for (idx i = 0; i < n_slots; ++i) {
-            const idx key = n * a->OH + s.slot_oh[i] + 1;
-            s.row_of_slot[i] = -1;
-            for (idx k = 0; k < a->KH; ++k)
-                if (s.slot_key[k] == key) s.row_of_slot[i] = k;
-        }
-        for (idx i = 0; i < n_slots; ++i) {
-            if (s.row_of_slot[i] >= 0) continue;
-            idx free_slot = 0;
-            for (idx k = 0; k < a->KH; ++k) {
-                bool needed = false;
-                for (idx j = 0; j < n_slots; ++j) needed = needed || s.row_of_slot[j] == k;
-                if (!needed) { free_slot = k; break; }
-            }
-            T* dst = s.dy_rows + free_slot * row_elems + (0 - a->ow_lo) * Cout;
-            gather_rows<T>(dst, Cout, a->dy, a->dy_type, n * a->dy_s[0] + s.slot_oh[i] * a->dy_s[1],
-                           a->OW, a->dy_s[2], Cout, a->dy_s[3]);
-            s.slot_key[free_slot] = n * a->OH + s.slot_oh[i] + 1;
-            s.row_of_slot[i] = free_slot;
-        }
-    }
+    // needs a converted copy of its dy row, kept in this thread's cache slots
+    // (tap_slot[] below then indexes s.row_of_slot).
+    const idx n_slots = row_slots(a, ih, &s);
+    if (!a->dy_direct)
+        cache_dy_rows(a, n, n_slots, &s, [&](idx oh, idx slot) {
+            gather_rows<T>(s.dy_rows + slot * row_elems + (0 - a->ow_lo) * Cout, Cout, a->dy, a->dy_type,
+                           n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2], Cout, a->dy_s[3]);
+        });
 
     T* out_base;
     idx out_pixel, out_group;
@@ -828,30 +843,12 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
 
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
-        // Taps of this phase: (slot, kw) with r + pl - kw * dw divisible by sw.
-        idx n_taps = 0;
-        for (idx slot = 0; slot < n_slots; ++slot)
-            for (idx kw = 0; kw < a->KW; ++kw) {
-                idx u = r + a->pl - kw * a->dw;
-                if (((u % a->sw) + a->sw) % a->sw != 0) continue;
-                s.tap_ow0[n_taps] = floor_div(u, a->sw);
-                s.tap_slot[n_taps] = slot;
-                s.tap_k[n_taps] = s.slot_kh[slot] * a->KW + kw;
-                ++n_taps;
-            }
-        // Every kernel row of this phase has the same kw taps; when they form an
-        // arithmetic run of windows (step dstep), narrow tiles can fuse them.
+        const idx n_taps = phase_taps(a, r, n_slots, &s);
+        // When the kernel rows' taps form an arithmetic run of windows (step
+        // dstep), narrow tiles can fuse them.
         const idx kwt = n_slots ? n_taps / n_slots : 0;
         idx dstep = 0;
-        bool fusable = kwt >= 2;
-        if (fusable) {
-            dstep = s.tap_ow0[0] - s.tap_ow0[1];
-            for (idx t = 0; t < n_taps && fusable; ++t) {
-                const idx i = t % kwt;
-                fusable = s.tap_ow0[t] == s.tap_ow0[t - i] - i * dstep;
-            }
-            fusable = fusable && dstep >= 1;
-        }
+        const bool fusable = phase_fusable(s, n_taps, kwt, &dstep);
         for (idx g = 0; g < G; ++g) {
             // Wide blocks (2 vectors of input channels) share one pass over the
             // tiles, so each tile's dy pointers (and edge copies) serve them all;
