@@ -244,12 +244,39 @@ static void pack(Conv2dInputGradArgs* a) {
     a->exact_edges = 0;
 }
 
+// Store a tile's first n_store pixels: float32 into the output row, or, when
+// `bf16` (dx is bfloat16 with contiguous channels, every lane a real channel),
+// straight into dx, rounded to nearest even by the instruction (vcvtne2ps2bf16;
+// its DAZ changes nothing, the dot products never leave a subnormal sum).
+template <int MR, int NRV>
+CVZ_TARGET_BF16 static inline void store_tile(const __m512 (&acc)[MR][NRV], void* out, idx out_pixel_stride,
+                                              idx n_store, int bf16) {
+    if (bf16) {
+        std::uint16_t* o = (std::uint16_t*)out;
+        for (int p = 0; p < MR; ++p)
+            if (p < n_store) {
+                if constexpr (NRV == 2)
+                    _mm512_storeu_si512((void*)(o + p * out_pixel_stride),
+                                        (__m512i)_mm512_cvtne2ps_pbh(acc[p][1], acc[p][0]));
+                else
+                    _mm256_storeu_si256((__m256i*)(o + p * out_pixel_stride), (__m256i)_mm512_cvtneps_pbh(acc[p][0]));
+            }
+        return;
+    }
+    float* o = (float*)out;
+    for (int p = 0; p < MR; ++p)
+        if (p < n_store)
+            CVZ_UNROLL(2)
+            for (int q = 0; q < NRV; ++q) _mm512_storeu_ps(o + p * out_pixel_stride + q * 16, acc[p][q]);
+}
+
 // MR pixels x NRV vectors of input channels: out[p] = sum over the n_taps taps
 // and the K2 pairs of a_rows[t][p * a_pitch + k] . b_rows[t][k * b_pitch + lane].
-// The first n_store pixels are stored (the staged rows hold slack for the rest).
+// The first n_store pixels are stored (store_tile; the staged rows hold slack
+// for the rest).
 template <int MR, int NRV>
 CVZ_TARGET_BF16 static void tile(const pair* const* a_rows, const pair* const* b_rows, idx n_taps, idx a_pitch,
-                                 idx K2, idx b_pitch, float* out, idx out_pixel_stride, idx n_store) {
+                                 idx K2, idx b_pitch, void* out, idx out_pixel_stride, idx n_store, int bf16) {
     __m512 acc[MR][NRV];
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
@@ -270,13 +297,10 @@ CVZ_TARGET_BF16 static void tile(const pair* const* a_rows, const pair* const* b
             }
         }
     }
-    for (int p = 0; p < MR; ++p)
-        if (p < n_store)
-            CVZ_UNROLL(2)
-            for (int q = 0; q < NRV; ++q) _mm512_storeu_ps(out + p * out_pixel_stride + q * 16, acc[p][q]);
+    store_tile<MR, NRV>(acc, out, out_pixel_stride, n_store, bf16);
 }
 
-typedef void (*TileFn)(const pair* const*, const pair* const*, idx, idx, idx, idx, float*, idx, idx);
+typedef void (*TileFn)(const pair* const*, const pair* const*, idx, idx, idx, idx, void*, idx, idx, int);
 
 // A tile whose KWT taps per kernel row read one dy window (tap t from pixel
 // (KWT - 1 - t) * DSTEP of it, as the default path's fused tile): each dy pair
@@ -285,8 +309,8 @@ typedef void (*TileFn)(const pair* const*, const pair* const*, idx, idx, idx, id
 // element: kernel rows, output-channel pairs, then taps.
 template <int MR, int KWT, int DSTEP, int NRV>
 CVZ_TARGET_BF16 static void tile_fused(const pair* const* a_rows, const pair* const* b_taps, idx n_rows,
-                                       idx a_pitch, idx K2, idx b_pitch, float* out, idx out_pixel_stride,
-                                       idx n_store) {
+                                       idx a_pitch, idx K2, idx b_pitch, void* out, idx out_pixel_stride,
+                                       idx n_store, int bf16) {
     constexpr int E = MR + (KWT - 1) * DSTEP;
     __m512 acc[MR][NRV];
     CVZ_UNROLL(32)
@@ -317,10 +341,7 @@ CVZ_TARGET_BF16 static void tile_fused(const pair* const* a_rows, const pair* co
             }
         }
     }
-    for (int p = 0; p < MR; ++p)
-        if (p < n_store)
-            CVZ_UNROLL(2)
-            for (int q = 0; q < NRV; ++q) _mm512_storeu_ps(out + p * out_pixel_stride + q * 16, acc[p][q]);
+    store_tile<MR, NRV>(acc, out, out_pixel_stride, n_store, bf16);
 }
 
 // The tile for `rest` pixels of NRV vectors: a full one, else the smallest of
@@ -339,7 +360,7 @@ static TileFn tile_for(idx rest, idx* shape) {
 // plain tiles run): a full one or, for a short rest, one of half the pixels.
 template <int NRV>
 static TileFn fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
-    constexpr int MR = NRV == 2 ? 12 : 16, HALF = MR / 2;
+    constexpr int MR = NRV == 2 ? 8 : 16, HALF = MR / 2;
     if (rest <= HALF / 2) return nullptr;
     const bool full = rest > HALF;
     *shape = full ? MR : HALF;
@@ -360,6 +381,10 @@ static void stage_row(const Conv2dInputGradArgs* a, idx n, idx oh, pair* dst_row
     std::uint16_t* dst = (std::uint16_t*)(dst_row + (0 - a->ow_lo) * a->G * a->K2);
     const idx pitch = 2 * a->G * a->K2;
     const bool runs = a->dy_s[3] == 1;
+    if (runs && pitch == a->Cout && a->dy_s[2] == a->Cout) {  // the same layout: one run for the row
+        std::memcpy(dst, dy, (std::size_t)(a->OW * a->Cout) * sizeof(std::uint16_t));
+        return;
+    }
     for (idx ow = 0; ow < a->OW; ++ow)
         for (idx g = 0; g < a->G; ++g) {
             std::uint16_t* d = dst + ow * pitch + g * 2 * a->K2;
@@ -383,6 +408,12 @@ static void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
     cache_dy_rows(a, n, n_slots, &s, [&](idx oh, idx slot) { stage_row(a, n, oh, s.dy_rows + slot * rp); });
     const pair* packed = (const pair*)a->packed;
     const idx out_pixel = G * cin_g_pad;
+    // Tiles store bfloat16 straight into dx when its channels are contiguous and
+    // every lane of a tile is a real channel; else float32 into the output row,
+    // scattered below.
+    const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
+    const int direct = a->dx_s[3] == 1 && a->cin_g == cin_g_pad;
+    std::uint16_t* dx_row = (std::uint16_t*)a->dx + base;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
         const idx n_taps = phase_taps(a, r, n_slots, &s);
@@ -411,18 +442,20 @@ static void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
                             s.a_ptrs[t] = s.dy_rows + s.row_of_slot[s.tap_slot[t]] * rp +
                                           (s.tap_ow0[t] + j0 - a->ow_lo) * pitch + g * K2;
                     }
-                    float* out = s.out_row + (r + j0 * a->sw) * out_pixel + g * cin_g_pad;
-                    const idx n_store = rest < shape ? rest : shape;
+                    const idx iw = r + j0 * a->sw, n_store = rest < shape ? rest : shape;
                     for (idx c0 = c_begin; c0 < c_end; c0 += wide ? 32 : 16) {
                         for (idx t = 0; t < n_taps; ++t)
                             s.b_ptrs[t] = packed + (s.tap_k[t] * G + g) * K2 * cin_g_pad + c0;
-                        fn(s.a_ptrs, s.b_ptrs, n_rows, pitch, K2, cin_g_pad, out + c0, a->sw * out_pixel, n_store);
+                        void* out = direct ? (void*)(dx_row + iw * a->dx_s[2] + g * a->cin_g + c0)
+                                           : (void*)(s.out_row + iw * out_pixel + g * cin_g_pad + c0);
+                        fn(s.a_ptrs, s.b_ptrs, n_rows, pitch, K2, cin_g_pad, out,
+                           a->sw * (direct ? a->dx_s[2] : out_pixel), n_store, direct);
                     }
                     j0 += n_store;
                 }
             }
     }
-    const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
+    if (direct) return;
     for (idx g = 0; g < G; ++g)
         avx512::scatter_rows<float>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2],
                                     a->cin_g, a->dx_s[3], s.out_row + g * cin_g_pad, out_pixel);
