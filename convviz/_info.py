@@ -32,6 +32,16 @@ def _current_isa() -> str:
     return cpu.current_isa()
 
 
+def _fast_bf16() -> str:
+    from ._backends import cpu
+
+    if cpu.bf16_dot_in_use():
+        return "AVX512_BF16 dot product (vdpbf16ps)"
+    if cpu.BF16_DOT:
+        return f"no: the CPU has AVX512_BF16, but the {cpu.current_isa()} kernels run"
+    return "no: the CPU lacks AVX512_BF16; \"fast\" computes as the default"
+
+
 def _package_version(name: str) -> str | None:
     try:
         module = importlib.import_module(name)
@@ -60,7 +70,9 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         With ``as_dict=True``: ``convviz``, ``python``, ``platform``, ``numpy``,
         ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
         ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
-        ``cpu_count``, ``simd`` (the kernel variant in use) and ``cupy`` (its
+        ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` (what
+        ``precision="fast"`` runs for bfloat16 on this CPU: the instruction, or
+        "no: " and why) and ``cupy`` (its
         version, or None when absent; with it ``cuda_runtime``, ``cuda_devices``
         and the ``gpu`` names).
 
@@ -69,7 +81,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
     >>> import convviz
     >>> info = convviz.show_versions(as_dict=True)
     >>> sorted(info)[:4]
-    ['convviz', 'cpu_count', 'cupy', 'max_threads']
+    ['convviz', 'cpu_count', 'cupy', 'fast_bf16']
     >>> info["max_threads"] >= 1
     True
     """
@@ -81,6 +93,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         "ml_dtypes": _package_version("ml_dtypes"),
         "openmp": _openmp_info.openmp_enabled(),
         "simd": _current_isa(),
+        "fast_bf16": _fast_bf16(),
         "max_threads": _openmp_info.max_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(),

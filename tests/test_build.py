@@ -35,6 +35,11 @@ def test_show_versions_reports_the_build(capsys):
     info = convviz.show_versions(as_dict=True)
     assert info["openmp"] == convviz.openmp_enabled()
     assert "cupy" in info
+    from convviz._backends import cpu
+
+    assert info["fast_bf16"].startswith("AVX512_BF16") == cpu.bf16_dot_in_use()
+    with cpu.use_isa("avx2"):  # the dot product runs only with the AVX-512 kernels
+        assert convviz.show_versions(as_dict=True)["fast_bf16"].startswith("no: ")
 
 
 def _asan_runtime() -> str | None:
