@@ -35,6 +35,13 @@ struct Conv2dForwardArgs : ConvDims {
     // each block's filter stays in cache over every row) rather than rows.
     idx blocks_per_group;
     int by_block;
+    // With channel-block units, every block reads every input row: the rows are
+    // staged once, before the blocks, into `staged` (staged_elems of the compute
+    // type, [N * H][row_pixels][Cin], zero outside the real columns; the caller
+    // allocates it zeroed and runs conv2d_forward_stage on each row), not once
+    // per block.  staged_elems is 0 (and staged unused) with row units.
+    idx staged_elems;
+    void* staged;
 };
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
@@ -45,6 +52,8 @@ void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64);
 void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
 // One channel block (block = g * blocks_per_group + b) over every output row (a UnitFn).
 void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch);
+// Stage input row `row` (= n * H + ih) into `staged` (a UnitFn; no scratch).
+void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch);
 
 }  // namespace cvz
 
@@ -67,6 +76,7 @@ const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_prepa
 const PackFn pack_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_pack);
 const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_row);
 const RowFn block_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_channel_block);
+const RowFn stage_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_forward_stage);
 }  // namespace
 
 void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
@@ -79,6 +89,10 @@ void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scrat
 
 void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch) {
     isa_pick(block_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), block, scratch);
+}
+
+void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch) {
+    isa_pick(stage_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), row, scratch);
 }
 
 }  // namespace cvz
@@ -106,9 +120,9 @@ constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
 // Per-thread scratch, carved from one allocation: KH staged input rows
-// [row_pixels][Cin] (zero outside the real columns), the output row
-// [OW][G][cout_g_pad] when tiles cannot store into y, which input row each
-// slot holds, and the tap tables.
+// [row_pixels][Cin] (zero outside the real columns; none when the call stages
+// every row once), the output row [OW][G][cout_g_pad] when tiles cannot store
+// into y, which input row each slot holds, and the tap tables.
 template <class T>
 struct Conv2dForwardScratch {
     T* rows;
@@ -124,12 +138,17 @@ struct Conv2dForwardScratch {
     idx* tap_kw;
 };
 
+// The per-thread cache of KH staged input rows (none when all are staged once).
+static inline idx conv2d_forward_slot_elems(const Conv2dForwardArgs* a) {
+    return a->staged_elems > 0 ? 0 : a->KH * a->row_pixels * a->Cin;
+}
+
 template <class T>
 static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForwardArgs* a, void* raw) {
     Conv2dForwardScratch<T> s;
     const idx taps = a->KH * a->KW;
     s.rows = (T*)raw;
-    s.out_row = s.rows + round_up(a->KH * a->row_pixels * a->Cin, 16);
+    s.out_row = s.rows + round_up(conv2d_forward_slot_elems(a), 16);
     s.slot_key = (idx*)(s.out_row + round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16));
     s.slot_of = s.slot_key + a->KH;
     s.kept = s.slot_of + a->KH;
@@ -161,16 +180,17 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     if (hi < lo) hi = lo;
     a->ow_lo = lo;
     a->ow_hi = hi;
-    const idx taps = a->KH * a->KW;
-    a->scratch_elems = round_up(a->KH * a->row_pixels * a->Cin, 16) +
-                       round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
-                       (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
     a->blocks_per_group = (a->cout_g_pad / a->V + 1) / 2;
     // By channel blocks when the filter outweighs a batch of input: rows would
     // stream the whole filter through the cache once per output row.
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
     a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
+    a->staged_elems = a->by_block ? a->N * a->H * a->row_pixels * a->Cin : 0;
+    const idx taps = a->KH * a->KW;
+    a->scratch_elems = round_up(conv2d_forward_slot_elems(a), 16) +
+                       round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
+                       (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
 // Pack the HWIO filter as [KH][KW][G][cin_g][cout_g_pad] in the compute type,
@@ -252,48 +272,70 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
 // them in the same order: the row is one tap of KW * Cin reduction channels
 // (fewer, longer runs -- what makes a 3-channel stem fast).  A non-finite
 // filter keeps the taps apart for the exact border path.
+// Input row (n, ih) into a buffer row of row_pixels pixels: real columns
+// [0, copy) at pixels [pl, pl + copy); the rest of the buffer row stays as it is
+// (zero).
 template <class T>
-static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh, idx* K) {
-    const idx pitch = a->Cin, row_elems = a->row_pixels * pitch;
-    // Real input columns a buffer row holds: [0, copy) at buffer pixels [pl, pl + copy).
+static inline void conv2d_forward_stage_row(const Conv2dForwardArgs* a, idx n, idx ih, T* dst) {
     idx copy = a->row_pixels - a->pl;
     if (copy > a->W) copy = a->W;
     if (copy < 0) copy = 0;
+    gather_rows<T>(dst + a->pl * a->Cin, a->Cin, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], copy, a->x_s[2],
+                   a->Cin, a->x_s[3]);
+}
+
+template <class T>
+static void conv2d_forward_stage(const Conv2dForwardArgs* a, idx row, void*) {
+    conv2d_forward_stage_row<T>(a, row / a->H, row % a->H, (T*)a->staged + row * a->row_pixels * a->Cin);
+}
+
+template <class T>
+static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh, idx* K) {
+    const idx pitch = a->Cin, row_elems = a->row_pixels * pitch;
     const bool merge = a->G == 1 && a->dw == 1 && !a->exact_edges;
     *K = merge ? a->KW * a->cin_g : a->cin_g;
-    // The slots that already hold a row this output row reads keep it; the others
-    // take the rows still missing (a row is staged once while a unit's rows pass).
+    // Staged rows: all of them, once per call (channel-block units), or a cache of
+    // KH slots: the slots that already hold a row this output row reads keep it;
+    // the others take the rows still missing (a row is staged once while a unit's
+    // rows pass).
+    const bool all_staged = a->staged_elems > 0;
     idx* slot_of = s.slot_of;
     idx* kept = s.kept;
-    for (idx j = 0; j < a->KH; ++j) kept[j] = 0;
-    for (idx kh = 0; kh < a->KH; ++kh) {
-        const idx ih = oh * a->sh - a->pt + kh * a->dh;
-        slot_of[kh] = -1;
-        if (ih < 0 || ih >= a->H) continue;
-        for (idx j = 0; j < a->KH; ++j)
-            if (s.slot_key[j] == n * a->H + ih + 1) {
-                slot_of[kh] = j;
-                kept[j] = 1;
-            }
+    if (!all_staged) {
+        for (idx j = 0; j < a->KH; ++j) kept[j] = 0;
+        for (idx kh = 0; kh < a->KH; ++kh) {
+            const idx ih = oh * a->sh - a->pt + kh * a->dh;
+            slot_of[kh] = -1;
+            if (ih < 0 || ih >= a->H) continue;
+            for (idx j = 0; j < a->KH; ++j)
+                if (s.slot_key[j] == n * a->H + ih + 1) {
+                    slot_of[kh] = j;
+                    kept[j] = 1;
+                }
+        }
     }
     idx free_slot = 0;
     idx n_taps = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx ih = oh * a->sh - a->pt + kh * a->dh;
         if (ih < 0 || ih >= a->H) continue;
-        if (slot_of[kh] < 0) {
-            while (kept[free_slot]) ++free_slot;
-            kept[free_slot] = 1;
-            slot_of[kh] = free_slot;
-            gather_rows<T>(s.rows + free_slot * row_elems + a->pl * pitch, pitch, a->x, a->x_type,
-                           n * a->x_s[0] + ih * a->x_s[1], copy, a->x_s[2], a->Cin, a->x_s[3]);
-            s.slot_key[free_slot] = n * a->H + ih + 1;
+        const T* row;
+        if (all_staged) {
+            row = (const T*)a->staged + (n * a->H + ih) * row_elems;
+        } else {
+            if (slot_of[kh] < 0) {
+                while (kept[free_slot]) ++free_slot;
+                kept[free_slot] = 1;
+                slot_of[kh] = free_slot;
+                conv2d_forward_stage_row<T>(a, n, ih, s.rows + free_slot * row_elems);
+                s.slot_key[free_slot] = n * a->H + ih + 1;
+            }
+            row = s.rows + slot_of[kh] * row_elems;
         }
-        const T* slot = s.rows + slot_of[kh] * row_elems;
         for (idx kw = 0; kw < (merge ? 1 : a->KW); ++kw) {
             s.tap_kh[n_taps] = kh;
             s.tap_kw[n_taps] = kw;
-            s.tap_base[n_taps] = slot + kw * a->dw * pitch;
+            s.tap_base[n_taps] = row + kw * a->dw * pitch;
             ++n_taps;
         }
     }

@@ -51,11 +51,14 @@ cdef extern from * namespace "cvz" nogil:
         void* packed
         idx blocks_per_group
         int by_block
+        idx staged_elems
+        void* staged
 
     void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch)
     void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch)
+    void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch)
 
 
 def last_scratch_bytes():
@@ -87,6 +90,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     a.y_type = y_type
     element_strides(output, a.y_s)
     a.packed = NULL
+    a.staged = NULL
     conv2d_forward_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
@@ -97,15 +101,20 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
     cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cin_g * a.cout_g_pad) * elem
-    cdef Py_ssize_t used = packed_bytes
+    cdef size_t staged_bytes = <size_t>a.staged_elems * elem
+    cdef Py_ssize_t used = packed_bytes + staged_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)
         with nogil:
             conv2d_forward_pack(&a, isa, f64)
+        if staged_bytes:  # channel-block units: every input row staged once, for all the blocks
+            a.staged = scratch_alloc(staged_bytes)
+            run_units(conv2d_forward_stage, &a, isa, f64, a.N * a.H, threads, 0)
         used += run_units(conv2d_forward_block if a.by_block else conv2d_forward_row, &a, isa, f64, units, threads,
                           scratch_bytes)
     finally:
         free_aligned(a.packed)
+        free_aligned(a.staged)
     record_scratch(used)
     return used
 
