@@ -245,7 +245,7 @@ CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const 
 // (with a non-finite filter) the border columns exactly.
 template <class T, int MR, int NRV>
 static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
-                                 T* out, idx out_pixel) {
+                                 T* out, idx out_pixel, bool resume = false) {
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
     const idx begin = exact ? a->ow_lo : 0, end = exact ? a->ow_hi : a->OW;
@@ -256,7 +256,7 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
     exact_tiles<MR>(begin, end, [&](auto shape, idx ow) {
         for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * step;
         gemm_tile<T, decltype(shape)::value, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad,
-                                                  out + ow * out_pixel, out_pixel, decltype(shape)::value);
+                                                  out + ow * out_pixel, out_pixel, decltype(shape)::value, resume);
     });
     if (exact) {
         conv2d_forward_exact<T, NRV>(a, s, n_taps, 0, a->ow_lo, out, out_pixel);
@@ -404,12 +404,75 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
         for (idx g = 0; g < a->G; ++g) conv2d_forward_scatter<T>(a, s, n, oh, g, 0, a->cout_g);
 }
 
+// The reduction channels of one part of a split sum: the block's filter rows of
+// a part (each 2 vectors wide) fill about this many bytes, which stay in the
+// core's L2 cache while the part passes every row (with the staged input and
+// the partial sums streaming by).
+constexpr idx FWD_PART_BYTES = 64 * 1024;
+
+// One channel block over every output row with the sum split into parts, when
+// the block's whole filter would not stay in L2 (fwd_late: 9 x 512 rows of 2
+// vectors, 590 KB).  A part is one tap (a kernel row, when merged) and a run
+// of at most k_part of its reduction channels; parts go in the order of the
+// unsplit sum, and each resumes from the sums the previous one stored in y,
+// so every element adds the same terms in the same order (the same bits).
+// Direct stores only (the partial sums live in y), and a finite filter (the
+// exact border path sums all taps at once).
+template <class T>
+static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block,
+                                       idx k_part) {
+    typedef Simd<T> S;
+    const bool merge = a->G == 1 && a->dw == 1;  // as conv2d_forward_taps (the filter is finite here)
+    const idx positions = merge ? a->KH : a->KH * a->KW;
+    const idx K = merge ? a->KW * a->cin_g : a->cin_g;
+    const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
+    const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+    const T* packed = (const T*)a->packed;
+    const idx group_taps = a->G * a->cin_g * a->cout_g_pad;
+    for (idx position = 0; position < positions; ++position)
+        for (idx k0 = 0; k0 < K; k0 += k_part) {
+            const idx kn = K - k0 < k_part ? K - k0 : k_part;
+            for (idx row = 0; row < a->N * a->OH; ++row) {
+                const idx n = row / a->OH, oh = row % a->OH;
+                idx row_K, out_pixel, out_group;
+                const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &row_K);
+                T* out = conv2d_forward_out<T>(a, s, n, oh, &out_pixel, &out_group);
+                if (n_taps == 0) {  // every kernel row in the padding: an empty sum, stored once
+                    if (position == 0 && k0 == 0)
+                        conv2d_forward_blocks<T>(a, s, 0, row_K, block, block + 1, out, out_pixel, out_group);
+                    continue;
+                }
+                idx t = 0;  // this row's tap at this position, if it has one
+                while (t < n_taps && (merge ? s.tap_kh[t] : s.tap_kh[t] * a->KW + s.tap_kw[t]) != position) ++t;
+                if (t == n_taps) continue;
+                s.tap_a[0] = s.tap_base[t] + g * a->cin_g + k0;
+                s.tap_b[0] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps + g * a->cin_g * a->cout_g_pad +
+                             c0 + k0 * a->cout_g_pad;
+                const bool resume = t > 0 || k0 > 0;
+                T* dst = out + g * out_group + c0;
+                if (nrv == 2)
+                    conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, 1, kn, dst, out_pixel, resume);
+                else
+                    conv2d_forward_tiles<T, FWD_MR1, 1>(a, s, 1, kn, dst, out_pixel, resume);
+            }
+        }
+}
+
 template <class T>
 static void conv2d_forward_channel_block(const Conv2dForwardArgs* a, idx block, void* raw) {
     typedef Simd<T> S;
     const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
     const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
     const idx count = a->cout_g - c0 < 2 * S::V ? a->cout_g - c0 : 2 * S::V;
+    const idx block_rows = a->KH * a->KW * a->cin_g;  // the block's filter: rows of 2 vectors
+    const idx row_bytes = 2 * S::V * (idx)sizeof(T);
+    if (a->direct && !a->exact_edges && block_rows * row_bytes > 2 * FWD_PART_BYTES) {
+        const bool merge = a->G == 1 && a->dw == 1;
+        const idx K = merge ? a->KW * a->cin_g : a->cin_g;
+        const idx parts = (K * row_bytes + FWD_PART_BYTES - 1) / FWD_PART_BYTES;  // per tap, of equal size
+        conv2d_forward_block_parts<T>(a, s, block, (K + parts - 1) / parts);
+        return;
+    }
     for (idx row = 0; row < a->N * a->OH; ++row) {
         const idx n = row / a->OH, oh = row % a->OH;
         idx K, out_pixel, out_group;

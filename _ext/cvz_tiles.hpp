@@ -9,17 +9,22 @@
 //       a_ptrs[t][p * a_pixel_stride + k] * b_ptrs[t][k * b_row_stride + c]
 // (c < NRV * V), added in the order of t, then k.  The input gradient's tile
 // runs over the taps of one stride phase and the group's output channels; the
-// forward's over the kernel's taps and the group's input channels.
+// forward's over the kernel's taps and the group's input channels.  With
+// `resume`, the sums start from out's first n_pixels pixels instead of zero:
+// a sum split into consecutive parts, each part resuming where the last one
+// stored, adds the same terms in the same order (the same bits).
 template <class T, int MR, int NRV>
 static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
-                             idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels) {
+                             idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels,
+                             bool resume = false) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     vec acc[MR][NRV];
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
         CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
+        for (int q = 0; q < NRV; ++q)
+            acc[p][q] = resume && p < n_pixels ? S::load(out + p * out_pixel_stride + q * S::V) : S::zero();
     for (idx t = 0; t < n_taps; ++t) {
         const T* a = a_ptrs[t];
         const T* b = b_ptrs[t];

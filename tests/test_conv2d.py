@@ -94,6 +94,38 @@ def test_wide_channels_on_every_simd_variant(case, data_format, dtype, rng):
             assert_close_to_reference(got, exact, bound, dtype)
 
 
+# A filter far bigger than the input, with a channel block's filter too big for the
+# core's cache: the kernel splits each sum into parts that resume from the stored
+# partial sums (NHWC, stored straight into the output).  NCHW goes through the row
+# buffer, unsplit: the two must agree to the bit.
+SPLIT = [
+    # (N, H, W, C_in, C_out, groups)
+    (2, 4, 5, 256, 48, 1),
+    (1, 3, 4, 512, 64, 2),
+]
+
+
+@pytest.mark.parametrize("case", SPLIT)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_split_sums_give_the_bits_of_whole_ones(case, dtype, rng):
+    n, h, w, cin, cout, groups = case
+    x = rng.standard_normal((n, h, w, cin)).astype(dtype)
+    filt = rng.standard_normal((3, 3, cin // groups, cout)).astype(dtype)
+    # SAME; stride and dilation (taps kept apart); top rows that read only padding.
+    for padding, strides, dilations in [("SAME", (1, 1), (1, 1)), ("VALID", (2, 1), (1, 2)),
+                                        ("EXPLICIT", (1, 2), (1, 1))]:
+        kwargs = _window("NHWC", strides, dilations, padding, (4, 0, 1, 3))
+        nchw = _window("NCHW", strides, dilations, padding, (4, 0, 1, 3))
+        exact = reference.conv2d(x, filt, **kwargs)
+        bound = reference.conv2d(np.abs(x.astype(np.float64)), np.abs(filt.astype(np.float64)), **kwargs)
+        for isa in ISAS:
+            with cpu.use_isa(isa):
+                split = convviz.conv2d(x, filt, **kwargs)
+                whole = convviz.conv2d(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), filt, **nchw)
+            assert_close_to_reference(split, exact, bound, dtype)
+            assert split.tobytes() == np.ascontiguousarray(whole.transpose(0, 2, 3, 1)).tobytes(), (isa, padding)
+
+
 @pytest.mark.parametrize("shape", [(2, 7, 6, 4, 6, 2), (1, 4, 5, 24, 40, 1)], ids=["by-rows", "by-channel-blocks"])
 def test_nan_in_the_filter_reaches_only_its_cells_in_both_work_splits(shape, rng):
     n, h, w, cin, cout, groups = shape
