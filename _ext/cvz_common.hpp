@@ -30,6 +30,14 @@
 #define CVZ_UNROLL(n)
 #endif
 
+// CVZ_PREFETCH(p): fetch the cache line holding p into L1 ahead of its use (a
+// hint, with no effect on any result; nothing where the compiler has none).
+#if defined(__GNUC__) || defined(__clang__)
+#define CVZ_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
+#else
+#define CVZ_PREFETCH(p) ((void)(p))
+#endif
+
 // Keep a rarely taken path out of its caller's hot loop.
 #if defined(_MSC_VER)
 #define CVZ_NOINLINE __declspec(noinline)

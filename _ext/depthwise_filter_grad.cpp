@@ -101,6 +101,8 @@ constexpr int TAPS = per_isa(THIS_ISA, 9, 9, 12);
 constexpr int BLOCKED_TAPS = per_isa(THIS_ISA, 0, 9, 25);
 constexpr int TW3 = per_isa(THIS_ISA, 1, 4, 8);
 constexpr int TW5 = per_isa(THIS_ISA, 1, 1, 4);
+// How many tiles ahead the blocked row kernel prefetches.
+constexpr idx PREFETCH_TILES = 1;
 
 template <class T>
 static void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a) {
@@ -215,8 +217,28 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     // With several channel vectors, one tile at a time passes every vector: the
     // tile's pixels are then read as whole contiguous runs (prefetch friendly).
     const idx chunk = cm_pad <= S::V ? OW : TW;
+    const idx pixel_bytes = cm_pad * (idx)sizeof(T);
     for (idx c0 = 0; c0 < OW; c0 += chunk) {
         const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
+        if (chunk < OW) {
+            // Tiles cross the row's pixels a few cache lines at a time, which the
+            // hardware prefetchers miss: fetch the next tiles' dy pixels and the
+            // pixels of the input row that no earlier output row read (the last
+            // kernel row's) ahead, while this tile computes.
+            const idx p0 = c1 + (PREFETCH_TILES - 1) * chunk, p1 = p0 + chunk < OW ? p0 + chunk : OW;
+            for (idx ow = p0; ow < p1; ++ow)
+                for (idx b = 0; b < pixel_bytes; b += 64)
+                    CVZ_PREFETCH((const char*)(dy_row + ow * dy_pixel) + b);
+            const T* x_last = x_rows[KH - 1];
+            if (x_last != nullptr && p0 < p1) {
+                idx i0 = p0 * SW - a->pl, i1 = (p1 - 1) * SW - a->pl + (KW - 1) * DW + 1;
+                if (i0 < 0) i0 = 0;
+                if (i1 > a->W) i1 = a->W;
+                for (idx iw = i0; iw < i1; ++iw)
+                    for (idx b = 0; b < pixel_bytes; b += 64)
+                        CVZ_PREFETCH((const char*)(x_last + iw * x_pixel) + b);
+            }
+        }
         for (idx q = 0; q < cm_pad; q += S::V) {
             vec acc[KH][KW];
             CVZ_UNROLL(8)
