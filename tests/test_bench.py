@@ -133,8 +133,11 @@ def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys, mon
         assert f"[{number}/3] {name} " in err and "..." in err
         assert any(line.strip().startswith(f"[{number}/3] {name} ") and ": convviz " in line
                    for line in err.splitlines())
-    # The peaks are measured first, on the run's threads and the kernels' ISA, and printed.
+    # The peaks are measured first, on the run's threads and the kernels' ISA, and printed;
+    # again after the cases, and the better of the two counts.
     assert err.index("measuring the float32 FMA peak") < err.index("[1/3]")
+    assert err.rindex("measuring the float32 FMA peak") > err.index("[3/3]")
+    assert "the best of the measurements before and after the cases" in err
     payload = json.loads(path.read_text())
     machine, peaks = payload["info"]["machine"], payload["info"]["peaks"]
     assert {"cpu", "isa", "cores", "kernels", "kernels_compiled", "openmp"} <= set(machine)
