@@ -289,10 +289,16 @@ static void conv2d_forward_stage(const Conv2dForwardArgs* a, idx row, void*) {
     conv2d_forward_stage_row<T>(a, row / a->H, row % a->H, (T*)a->staged + row * a->row_pixels * a->Cin);
 }
 
+// Whether a kernel row's taps are one tap of KW * cin_g reduction channels (see
+// conv2d_forward_taps).
+static inline bool conv2d_forward_merged(const Conv2dForwardArgs* a) {
+    return a->G == 1 && a->dw == 1 && !a->exact_edges;
+}
+
 template <class T>
 static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh, idx* K) {
     const idx pitch = a->Cin, row_elems = a->row_pixels * pitch;
-    const bool merge = a->G == 1 && a->dw == 1 && !a->exact_edges;
+    const bool merge = conv2d_forward_merged(a);
     *K = merge ? a->KW * a->cin_g : a->cin_g;
     // Staged rows: all of them, once per call (channel-block units), or a cache of
     // KH slots: the slots that already hold a row this output row reads keep it;
@@ -342,14 +348,29 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
     return n_taps;
 }
 
+// The packed filter of tap (kh, kw), group g, from output channel c0 of the group.
+template <class T>
+static inline const T* conv2d_forward_packed(const Conv2dForwardArgs* a, idx kh, idx kw, idx g, idx c0) {
+    return (const T*)a->packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad + c0;
+}
+
+// The tiles of one channel block of nrv vectors (2, or 1 for a group's last odd
+// vector), over s.tap_a / s.tap_b.
+template <class T>
+static inline void conv2d_forward_block_tiles(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s,
+                                              idx n_taps, idx K, int nrv, T* dst, idx out_pixel, bool resume) {
+    if (nrv == 2)
+        conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, n_taps, K, dst, out_pixel, resume);
+    else
+        conv2d_forward_tiles<T, FWD_MR1, 1>(a, s, n_taps, K, dst, out_pixel, resume);
+}
+
 // Channel blocks [b_begin, b_end) of output row (n, oh), stored at `out`
 // (pixel stride out_pixel; group g's channels at g * out_group).
 template <class T>
 static void conv2d_forward_blocks(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n_taps, idx K,
                                   idx b_begin, idx b_end, T* out, idx out_pixel, idx out_group) {
     typedef Simd<T> S;
-    const T* packed = (const T*)a->packed;
-    const idx group_taps = a->G * a->cin_g * a->cout_g_pad;  // packed elements per tap
     for (idx b = b_begin; b < b_end; ++b) {
         const idx g = b / a->blocks_per_group, c0 = (b % a->blocks_per_group) * 2 * S::V;
         const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
@@ -361,12 +382,9 @@ static void conv2d_forward_blocks(const Conv2dForwardArgs* a, const Conv2dForwar
         }
         for (idx t = 0; t < n_taps; ++t) {
             s.tap_a[t] = s.tap_base[t] + g * a->cin_g;
-            s.tap_b[t] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps + g * a->cin_g * a->cout_g_pad + c0;
+            s.tap_b[t] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0);
         }
-        if (nrv == 2)
-            conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, n_taps, K, dst, out_pixel);
-        else
-            conv2d_forward_tiles<T, FWD_MR1, 1>(a, s, n_taps, K, dst, out_pixel);
+        conv2d_forward_block_tiles<T>(a, s, n_taps, K, nrv, dst, out_pixel, false);
     }
 }
 
@@ -410,25 +428,34 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
 // the partial sums streaming by).
 constexpr idx FWD_PART_BYTES = 64 * 1024;
 
+// Whether a channel block's filter (KH * KW * cin_g rows of 2 vectors) is
+// bigger than two parts: then the block's sums are split
+// (conv2d_forward_block_parts).  Direct stores only (the partial sums live in
+// y), and a finite filter (the exact border path sums all taps at once).
+template <class T>
+static inline bool conv2d_forward_split(const Conv2dForwardArgs* a) {
+    const idx row_bytes = 2 * Simd<T>::V * (idx)sizeof(T);
+    return a->direct && !a->exact_edges && a->KH * a->KW * a->cin_g * row_bytes > 2 * FWD_PART_BYTES;
+}
+
 // One channel block over every output row with the sum split into parts, when
 // the block's whole filter would not stay in L2 (fwd_late: 9 x 512 rows of 2
-// vectors, 590 KB).  A part is one tap (a kernel row, when merged) and a run
-// of at most k_part of its reduction channels; parts go in the order of the
-// unsplit sum, and each resumes from the sums the previous one stored in y,
-// so every element adds the same terms in the same order (the same bits).
-// Direct stores only (the partial sums live in y), and a finite filter (the
-// exact border path sums all taps at once).
+// vectors, 590 KB).  A part is one tap (a kernel row, when merged) and a run of
+// its reduction channels (as many parts per tap as FWD_PART_BYTES asks, of
+// equal size); parts go in the order of the unsplit sum, and each resumes from
+// the sums the previous one stored in y, so every element adds the same terms
+// in the same order (the same bits).
 template <class T>
-static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block,
-                                       idx k_part) {
+static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block) {
     typedef Simd<T> S;
-    const bool merge = a->G == 1 && a->dw == 1;  // as conv2d_forward_taps (the filter is finite here)
+    const bool merge = conv2d_forward_merged(a);
     const idx positions = merge ? a->KH : a->KH * a->KW;
     const idx K = merge ? a->KW * a->cin_g : a->cin_g;
+    const idx row_bytes = 2 * S::V * (idx)sizeof(T);
+    const idx parts = (K * row_bytes + FWD_PART_BYTES - 1) / FWD_PART_BYTES;
+    const idx k_part = (K + parts - 1) / parts;
     const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
     const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
-    const T* packed = (const T*)a->packed;
-    const idx group_taps = a->G * a->cin_g * a->cout_g_pad;
     for (idx position = 0; position < positions; ++position)
         for (idx k0 = 0; k0 < K; k0 += k_part) {
             const idx kn = K - k0 < k_part ? K - k0 : k_part;
@@ -446,14 +473,8 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
                 while (t < n_taps && (merge ? s.tap_kh[t] : s.tap_kh[t] * a->KW + s.tap_kw[t]) != position) ++t;
                 if (t == n_taps) continue;
                 s.tap_a[0] = s.tap_base[t] + g * a->cin_g + k0;
-                s.tap_b[0] = packed + (s.tap_kh[t] * a->KW + s.tap_kw[t]) * group_taps + g * a->cin_g * a->cout_g_pad +
-                             c0 + k0 * a->cout_g_pad;
-                const bool resume = t > 0 || k0 > 0;
-                T* dst = out + g * out_group + c0;
-                if (nrv == 2)
-                    conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, 1, kn, dst, out_pixel, resume);
-                else
-                    conv2d_forward_tiles<T, FWD_MR1, 1>(a, s, 1, kn, dst, out_pixel, resume);
+                s.tap_b[0] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0) + k0 * a->cout_g_pad;
+                conv2d_forward_block_tiles<T>(a, s, 1, kn, nrv, out + g * out_group + c0, out_pixel, t > 0 || k0 > 0);
             }
         }
 }
@@ -464,13 +485,8 @@ static void conv2d_forward_channel_block(const Conv2dForwardArgs* a, idx block, 
     const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
     const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
     const idx count = a->cout_g - c0 < 2 * S::V ? a->cout_g - c0 : 2 * S::V;
-    const idx block_rows = a->KH * a->KW * a->cin_g;  // the block's filter: rows of 2 vectors
-    const idx row_bytes = 2 * S::V * (idx)sizeof(T);
-    if (a->direct && !a->exact_edges && block_rows * row_bytes > 2 * FWD_PART_BYTES) {
-        const bool merge = a->G == 1 && a->dw == 1;
-        const idx K = merge ? a->KW * a->cin_g : a->cin_g;
-        const idx parts = (K * row_bytes + FWD_PART_BYTES - 1) / FWD_PART_BYTES;  // per tap, of equal size
-        conv2d_forward_block_parts<T>(a, s, block, (K + parts - 1) / parts);
+    if (conv2d_forward_split<T>(a)) {
+        conv2d_forward_block_parts<T>(a, s, block);
         return;
     }
     for (idx row = 0; row < a->N * a->OH; ++row) {

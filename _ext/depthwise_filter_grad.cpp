@@ -101,8 +101,6 @@ constexpr int TAPS = per_isa(THIS_ISA, 9, 9, 12);
 constexpr int BLOCKED_TAPS = per_isa(THIS_ISA, 0, 9, 25);
 constexpr int TW3 = per_isa(THIS_ISA, 1, 4, 8);
 constexpr int TW5 = per_isa(THIS_ISA, 1, 1, 4);
-// How many tiles ahead the blocked row kernel prefetches.
-constexpr idx PREFETCH_TILES = 1;
 
 template <class T>
 static void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a) {
@@ -222,10 +220,10 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
         const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
         if (chunk < OW) {
             // Tiles cross the row's pixels a few cache lines at a time, which the
-            // hardware prefetchers miss: fetch the next tiles' dy pixels and the
+            // hardware prefetchers miss: fetch the next tile's dy pixels and the
             // pixels of the input row that no earlier output row read (the last
             // kernel row's) ahead, while this tile computes.
-            const idx p0 = c1 + (PREFETCH_TILES - 1) * chunk, p1 = p0 + chunk < OW ? p0 + chunk : OW;
+            const idx p0 = c1, p1 = p0 + chunk < OW ? p0 + chunk : OW;
             for (idx ow = p0; ow < p1; ++ow)
                 for (idx b = 0; b < pixel_bytes; b += 64)
                     CVZ_PREFETCH((const char*)(dy_row + ow * dy_pixel) + b);
