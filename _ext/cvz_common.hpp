@@ -38,6 +38,15 @@
 #define CVZ_PREFETCH(p) ((void)(p))
 #endif
 
+// CVZ_OPAQUE(v): the compiler forgets what it knows about v's value, so a
+// pointer stepped by a run-time stride stays one register bumped by an add
+// rather than a table of precomputed offsets spilled to the stack.
+#if defined(__GNUC__) || defined(__clang__)
+#define CVZ_OPAQUE(v) __asm__("" : "+r"(v))
+#else
+#define CVZ_OPAQUE(v) ((void)0)
+#endif
+
 // Keep a rarely taken path out of its caller's hot loop.
 #if defined(_MSC_VER)
 #define CVZ_NOINLINE __declspec(noinline)

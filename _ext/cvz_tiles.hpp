@@ -123,9 +123,12 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
         vec wv[KW];
         CVZ_UNROLL(16)
         for (int k = 0; k < KW; ++k) wv[k] = S::load(w + k * w_step);
+        const T* xj = x;
         CVZ_UNROLL(64)
         for (int j = 0; j < (MR - 1) * SW + KW; ++j) {
-            const vec xv = S::load(x + j * pixel);
+            const vec xv = S::load(xj);
+            xj += pixel;
+            CVZ_OPAQUE(xj);
             CVZ_UNROLL(16)
             for (int k = 0; k < KW; ++k) {
                 const int q = j - k;  // = p * SW for the output pixel p that reads x[j] through tap k

@@ -158,23 +158,39 @@ static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T
     for (int p = 0; p < MR; ++p) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
 }
 
-// One output pixel near a border, channel vector c0: only the taps whose input
-// column is real.
-template <class T>
+// One output pixel near a border, NV channel vectors from c0: only the taps whose
+// input column is real.  The NV sums are independent chains, so the FMA latency
+// is hidden (one vector at a time, border pixels took a quarter of dwc_k5).
+template <class T, int NV>
 static inline void depthwise_forward_edge(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
                                           idx n_rows, idx pixel, idx ow, idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     const T* packed = (const T*)a->packed;
-    vec acc = S::zero();
+    vec acc[NV];
+    CVZ_UNROLL(8)
+    for (int v = 0; v < NV; ++v) acc[v] = S::zero();
     for (idx i = 0; i < n_rows; ++i)
         for (idx kw = 0; kw < a->KW; ++kw) {
             const idx iw = ow * a->sw - a->pl + kw * a->dw;
             if (iw < 0 || iw >= a->W) continue;  // this tap reads padding here
-            acc = S::fma(S::load(rows[i] + iw * pixel + c0), S::load(packed + (kh_of[i] * a->KW + kw) * a->cm_pad + c0),
-                         acc);
+            const T* x = rows[i] + iw * pixel + c0;
+            const T* w = packed + (kh_of[i] * a->KW + kw) * a->cm_pad + c0;
+            CVZ_UNROLL(8)
+            for (int v = 0; v < NV; ++v) acc[v] = S::fma(S::load(x + v * S::V), S::load(w + v * S::V), acc[v]);
         }
-    S::store(out + ow * out_pixel + c0, acc);
+    CVZ_UNROLL(8)
+    for (int v = 0; v < NV; ++v) S::store(out + ow * out_pixel + c0 + v * S::V, acc[v]);
+}
+
+// Every channel vector of border pixel ow, up to 8 vectors at a time.
+template <class T>
+static inline void depthwise_forward_edge_pixel(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
+                                                idx n_rows, idx pixel, idx ow, T* out, idx out_pixel) {
+    exact_tiles<8>(0, a->cm_pad / Simd<T>::V, [&](auto nv, idx v0) {
+        depthwise_forward_edge<T, decltype(nv)::value>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out,
+                                                      out_pixel);
+    });
 }
 
 template <class T>
@@ -216,8 +232,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     // Pixels outside, channels inside: a tile finishes whole pixels (every cache
     // line of its inputs and outputs) before the next, so no line is fetched twice.
     for (idx ow = 0; ow < a->ow_lo; ++ow)
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+        depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
     const T* packed = (const T*)a->packed;
     const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
@@ -234,8 +249,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
                                                                   out_pixel);
         });
     for (idx ow = a->ow_hi; ow < a->OW; ++ow)
-        for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-            depthwise_forward_edge<T>(a, rows, kh_of, n_rows, pixel, ow, c0, out, out_pixel);
+        depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
     if (!a->y_direct)
         scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
                         out_row, a->cm_pad);

@@ -29,7 +29,9 @@ struct DepthwiseInputGradArgs : ConvDims {
     // per-thread scratch size, the staged-row slots (a ring when `ring`, see
     // ring_slots()).  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
-    // the (output column, kernel column) pairs that read it), which pack() fills.
+    // the (output column, kernel column) pairs that read it, then for each
+    // stride phase the run of its columns that every phase tap reaches), which
+    // pack() fills.
     idx V, c_pad, scratch_elems, packed_elems, slots;
     int dy_direct, dx_direct, dx_stream, ring;
     void* packed;
@@ -103,7 +105,7 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
     a->dx_stream = a->dx_direct && streamable<T>(a->dx, a->dx_s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
-                      (idx)(a->W * (1 + 2 * a->KW) * sizeof(idx) / sizeof(T)) + 16;
+                      (idx)((a->W * (1 + 2 * a->KW) + 2 * a->sw) * sizeof(idx) / sizeof(T)) + 16;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->slots * a->OW * a->cout_g * a->c_pad, 16) +
                        round_up(a->dx_direct ? 0 : a->W * a->c_pad, 16) +
                        (idx)((a->slots + 3 * a->KH) * sizeof(idx) / sizeof(T)) + 16;
@@ -144,15 +146,34 @@ static void depthwise_input_grad_pack(DepthwiseInputGradArgs* a) {
         }
         count[iw] = k;
     }
+    // Stride phases: input columns iw = ph + q * sw.  Every column of a phase can
+    // only be reached through the kernel columns kw with (iw + pl - kw * dw) a
+    // multiple of sw; the columns all of those reach form one run [q_lo, q_hi)
+    // (each tap reaches an interval of columns).  Along the run the pairs of
+    // column ph + q * sw are those of the run's first column with ow + (q - q_lo).
+    idx* run = kw_of + a->W * a->KW;
+    for (idx ph = 0; ph < a->sw; ++ph) {
+        idx taps = 0;
+        for (idx kw = 0; kw < a->KW; ++kw) taps += ((ph + a->pl - kw * a->dw) % a->sw + a->sw) % a->sw == 0;
+        idx lo = 0, hi = 0;
+        for (idx q = 0; ph + q * a->sw < a->W; ++q)
+            if (count[ph + q * a->sw] == taps) {
+                if (hi == lo) lo = q;
+                hi = q + 1;
+            }
+        run[2 * ph] = lo;
+        run[2 * ph + 1] = hi;
+    }
 }
 
-// One input pixel iw, channel vector c0: every (kernel row, column, m) whose
-// output cell exists.  rows[i]: the dy row of kernel row kh_of[i]; its pixel
-// ow holds M vectors of channels at ow * pixel + m * m_step.
-template <class T>
-static inline typename Simd<T>::vec depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, const T* const* rows,
-                                                               const idx* kh_of, idx n_rows, idx pixel, idx m_step,
-                                                               idx iw, idx c0) {
+// One input pixel iw, NV channel vectors from c0: every (kernel row, column, m)
+// whose output cell exists.  rows[i]: the dy row of kernel row kh_of[i]; its
+// pixel ow holds M vectors of channels at ow * pixel + m * m_step.  The NV sums
+// are independent chains, which hides the FMA latency.
+template <class T, int NV>
+static inline void depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, const T* const* rows,
+                                              const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw, idx c0,
+                                              T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     const T* packed = (const T*)a->packed;
@@ -160,14 +181,67 @@ static inline typename Simd<T>::vec depthwise_input_grad_pixel(const DepthwiseIn
     const idx* count = depthwise_input_grad_columns<T>(a);
     const idx* ow_of = count + a->W + iw * a->KW;
     const idx* kw_of = count + a->W + a->W * a->KW + iw * a->KW;
-    vec acc = S::zero();
+    vec acc[NV];
+    CVZ_UNROLL(8)
+    for (int v = 0; v < NV; ++v) acc[v] = S::zero();
     for (idx i = 0; i < n_rows; ++i)
         for (idx j = 0; j < count[iw]; ++j) {
             const T* d = rows[i] + ow_of[j] * pixel + c0;
             const T* w = packed + (kh_of[i] * a->KW + kw_of[j]) * M * a->c_pad + c0;
-            for (idx m = 0; m < M; ++m) acc = S::fma(S::load(d + m * m_step), S::load(w + m * a->c_pad), acc);
+            for (idx m = 0; m < M; ++m)
+                CVZ_UNROLL(8)
+                for (int v = 0; v < NV; ++v)
+                    acc[v] = S::fma(S::load(d + m * m_step + v * S::V), S::load(w + m * a->c_pad + v * S::V), acc[v]);
         }
-    return acc;
+    CVZ_UNROLL(8)
+    for (int v = 0; v < NV; ++v) S::store(out + iw * out_pixel + c0 + v * S::V, acc[v]);
+}
+
+// Every channel vector of input pixel iw, up to 8 vectors at a time.
+template <class T>
+static inline void depthwise_input_grad_pixels(const DepthwiseInputGradArgs* a, const T* const* rows, const idx* kh_of,
+                                               idx n_rows, idx pixel, idx m_step, idx iw, T* out, idx out_pixel) {
+    exact_tiles<8>(0, a->c_pad / Simd<T>::V, [&](auto nv, idx v0) {
+        depthwise_input_grad_pixel<T, decltype(nv)::value>(a, rows, kh_of, n_rows, pixel, m_step, iw,
+                                                           v0 * Simd<T>::V, out, out_pixel);
+    });
+}
+
+// MR input pixels iw0 + p * sw of one stride phase's run (see
+// depthwise_input_grad_pack), channel vector c0: the sums of
+// depthwise_input_grad_pixel, in its order, with each weight vector loaded once
+// per tile.  Pixel p reads the dy columns of iw0's pairs shifted by p.
+template <class T, int MR>
+static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs* a, const T* const* rows,
+                                                   const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw0,
+                                                   idx c0, T* out, idx out_pixel) {
+    typedef Simd<T> S;
+    typedef typename S::vec vec;
+    const T* packed = (const T*)a->packed;
+    const idx M = a->cout_g;
+    const idx* count = depthwise_input_grad_columns<T>(a);
+    const idx* ow_of = count + a->W + iw0 * a->KW;
+    const idx* kw_of = count + a->W + a->W * a->KW + iw0 * a->KW;
+    vec acc[MR];
+    CVZ_UNROLL(16)
+    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (idx i = 0; i < n_rows; ++i)
+        for (idx j = 0; j < count[iw0]; ++j) {
+            const T* d = rows[i] + ow_of[j] * pixel + c0;
+            const T* w = packed + (kh_of[i] * a->KW + kw_of[j]) * M * a->c_pad + c0;
+            for (idx m = 0; m < M; ++m) {
+                const vec wv = S::load(w + m * a->c_pad);
+                CVZ_UNROLL(16)
+                for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
+            }
+        }
+    if (a->dx_stream) {  // dx and its pixel stride aligned to the vector (streamable())
+        CVZ_UNROLL(16)
+        for (int p = 0; p < MR; ++p) S::stream(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p]);
+    } else {
+        CVZ_UNROLL(16)
+        for (int p = 0; p < MR; ++p) S::store(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p]);
+    }
 }
 
 // MR input pixels from iw0 with stride 1 whose every column tap exists: the same
@@ -250,10 +324,30 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     }
     // Pixels outside, channels inside: a tile finishes whole pixels (every cache
     // line of its inputs and outputs) before the next, so no line is fetched twice.
+    if (a->sw > 1) {
+        // Stride phases: the run of each phase in tiles, the columns around it
+        // one at a time.
+        const idx* run = depthwise_input_grad_columns<T>(a) + a->W + 2 * a->W * a->KW;
+        for (idx ph = 0; ph < a->sw && ph < a->W; ++ph) {
+            const idx q_end = (a->W - ph + a->sw - 1) / a->sw;
+            for (idx q = 0; q < run[2 * ph]; ++q)
+                depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, out, out_pixel);
+            exact_tiles<DI_MR>(run[2 * ph], run[2 * ph + 1], [&](auto shape, idx q) {
+                for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
+                    depthwise_input_grad_phase_tile<T, decltype(shape)::value>(
+                        a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, c0, out, out_pixel);
+            });
+            for (idx q = run[2 * ph + 1]; q < q_end; ++q)
+                depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, out, out_pixel);
+        }
+        if (!a->dx_direct)
+            scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
+                            out_row, a->c_pad);
+        if (a->dx_stream) S::fence();
+        return;
+    }
     idx iw = 0;
-    for (; iw < iw_lo; ++iw)
-        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
+    for (; iw < iw_lo; ++iw) depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
     // One multiplier: a stencil over the dy row with the kernel row reversed
     // (tap k reads column iw + pl - (KW-1) + k through kernel column KW-1-k).
     const T* packed = (const T*)a->packed;
@@ -273,9 +367,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
                                                                      c0, out, out_pixel);
         });
     iw = iw_hi;
-    for (; iw < a->W; ++iw)
-        for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-            S::store(out + iw * out_pixel + c0, depthwise_input_grad_pixel<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, c0));
+    for (; iw < a->W; ++iw) depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
     if (!a->dx_direct)
         scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
                         out_row, a->c_pad);

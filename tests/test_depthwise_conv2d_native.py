@@ -181,7 +181,8 @@ def test_agree_with_pytorch(case, rng):
 
 def test_results_beyond_the_caches_take_streaming_stores(rng):
     """Results of 8 MiB or more are stored past the caches (the kernels' `streamable`
-    path, aligned vectors): the same values and the same bits for any thread count."""
+    path, aligned vectors): the same values and the same bits for any thread count,
+    with stride 1 and (the input gradient's stride-phase tiles) stride 2."""
     x = rng.standard_normal((1, 130, 256, 64)).astype(np.float32)  # 8.1 MiB in, and out with stride 1
     filt = rng.standard_normal((3, 3, 64, 1)).astype(np.float32)
     y = [convviz.depthwise_conv2d_native(x, filt, [1, 1], "SAME", n_threads=t) for t in (1, 2, 3)]
@@ -197,6 +198,16 @@ def test_results_beyond_the_caches_take_streaming_stores(rng):
     assert_close_to_reference(y[0], y_exact, y_bound, "float32")
     assert_close_to_reference(dx[0], dx_exact, dx_bound, "float32")
     assert all(a.tobytes() == y[0].tobytes() for a in y) and all(a.tobytes() == dx[0].tobytes() for a in dx)
+    # Stride 2: the input gradient's stride-phase tiles stream too.
+    dy = rng.standard_normal((1, 65, 128, 64)).astype(np.float32)
+    dx2 = [convviz.depthwise_conv2d_native_backprop_input(list(x.shape), filt, dy, [2, 2], "SAME", n_threads=t)
+           for t in (1, 2, 3)]
+    wide_dy = dy.astype(np.float64)
+    dx2_exact = reference.depthwise_conv2d_native_backprop_input(list(x.shape), wide[1], wide_dy, [1, 2, 2, 1], "SAME")
+    dx2_bound = reference.depthwise_conv2d_native_backprop_input(list(x.shape), np.abs(wide[1]), np.abs(wide_dy),
+                                                                 [1, 2, 2, 1], "SAME")
+    assert_close_to_reference(dx2[0], dx2_exact, dx2_bound, "float32")
+    assert all(a.tobytes() == dx2[0].tobytes() for a in dx2)
 
 
 @pytest.mark.parametrize("dilation", [1, 3, 40])
