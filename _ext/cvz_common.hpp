@@ -38,6 +38,14 @@
 #define CVZ_PREFETCH(p) ((void)(p))
 #endif
 
+// CVZ_PREFETCH_L2(p): the same into L2 only (a streaming read ahead of its use
+// that should not push the working set out of L1).
+#if defined(__GNUC__) || defined(__clang__)
+#define CVZ_PREFETCH_L2(p) __builtin_prefetch((const void*)(p), 0, 2)
+#else
+#define CVZ_PREFETCH_L2(p) ((void)(p))
+#endif
+
 // CVZ_OPAQUE(v): the compiler forgets what it knows about v's value, so a
 // pointer stepped by a run-time stride stays one register bumped by an add
 // rather than a table of precomputed offsets spilled to the stack.
@@ -93,6 +101,51 @@ static inline bool streamable(const void* out, const idx* s, idx rows, idx V) {
 
 // Element types as the Python side names them (see convviz/_backends/cpu.py).
 enum DType : int { F16 = 0, BF16 = 1, F32 = 2, F64 = 3 };
+
+static inline idx dtype_bytes(int type) { return type == F64 ? 8 : type == F32 ? 4 : 2; }
+
+// Byte ranges to fetch into L2 a few lines at a time, spread over the work of a
+// row pass, so that the rows the next pass reads first arrive while this one
+// computes (a row pass otherwise waits on memory while it stages or first reads
+// them: one core, dwc_stride2 2.6 -> 2.15 ms, dwc_mobilenet 1.7 -> 1.2-1.4 ms).
+struct RowPrefetch {
+    const char* start[8];
+    idx bytes[8];
+    int n = 0, at = 0;
+    idx offset = 0, total = 0;
+
+    // Rows next[0..k) of image n_next of the [N][rows][cols][channels] array at
+    // base (element strides s, channels contiguous) that are not rows cur[0..j)
+    // of image n_cur; a row index < 0 is no row.
+    void add_new_rows(const void* base, int type, const idx* s, idx cols, idx channels, idx n_next, const idx* next,
+                      idx k, idx n_cur, const idx* cur, idx j) {
+        if (s[3] != 1) return;  // channels strided: a row is no one range
+        const idx elem = dtype_bytes(type);
+        for (idx a = 0; a < k; ++a) {
+            if (next[a] < 0) continue;
+            bool read_now = false;
+            for (idx b = 0; b < j; ++b) read_now |= n_cur == n_next && cur[b] == next[a];
+            if (!read_now && n < 8) {
+                start[n] = (const char*)base + (n_next * s[0] + next[a] * s[1]) * elem;
+                bytes[n] = ((cols - 1) * s[2] + channels) * elem;
+                total += bytes[n++];
+            }
+        }
+    }
+    // Fetch the next `lines` cache lines of the ranges.
+    void step(idx lines) {
+        for (; lines > 0 && at < n; --lines) {
+            CVZ_PREFETCH_L2(start[at] + offset);
+            offset += 64;
+            if (offset >= bytes[at]) {
+                ++at;
+                offset = 0;
+            }
+        }
+    }
+    // Lines per step to fetch everything in `steps` steps.
+    idx lines_per(idx steps) const { return total / 64 / (steps > 0 ? steps : 1) + 1; }
+};
 
 // ---------------------------------------------------------------- conversions
 // Bit-exact and round-to-nearest-even, as NumPy (float16) and ml_dtypes

@@ -227,6 +227,21 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
         ++n_rows;
     }
 
+    // The input rows the next output row reads first (none of this one's).
+    RowPrefetch ahead;
+    if (row + 1 < a->N * a->OH) {
+        const idx n2 = (row + 1) / a->OH, oh2 = (row + 1) % a->OH;
+        idx next[16], cur[16];
+        const idx k = a->KH < 16 ? a->KH : 16;
+        for (idx kh = 0; kh < k; ++kh) {
+            const idx ih2 = oh2 * a->sh - a->pt + kh * a->dh, ih = oh * a->sh - a->pt + kh * a->dh;
+            next[kh] = ih2 < a->H ? ih2 : -1;
+            cur[kh] = ih < a->H ? ih : -1;
+        }
+        ahead.add_new_rows(a->x, a->x_type, a->x_s, a->W, a->Cin, n2, next, k, n, cur, k);
+    }
+    const idx lines_per_tile = ahead.lines_per((a->ow_hi - a->ow_lo) / DF_MR + 1);
+
     T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
     const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;
     // Pixels outside, channels inside: a tile finishes whole pixels (every cache
@@ -236,6 +251,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     const T* packed = (const T*)a->packed;
     const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
+            ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
                 stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
                     rows, (ow * a->sw - a->pl) * pixel + c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
@@ -244,6 +260,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     });
     if (!stencil)
         exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
+            ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
                 depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out,
                                                                   out_pixel);

@@ -310,6 +310,20 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         ++n_rows;
     }
 
+    // The dy rows the next input row reads first (none of this one's).
+    RowPrefetch ahead;
+    if (row + 1 < a->N * a->H) {
+        const idx n2 = (row + 1) / a->H, ih2 = (row + 1) % a->H;
+        idx next[16], cur[16];
+        const idx k = a->KH < 16 ? a->KH : 16;
+        for (idx kh = 0; kh < k; ++kh) {
+            const idx t2 = ih2 + a->pt - kh * a->dh, t = ih + a->pt - kh * a->dh;
+            next[kh] = t2 >= 0 && t2 % a->sh == 0 && t2 / a->sh < a->OH ? t2 / a->sh : -1;
+            cur[kh] = t >= 0 && t % a->sh == 0 && t / a->sh < a->OH ? t / a->sh : -1;
+        }
+        ahead.add_new_rows(a->dy, a->dy_type, a->dy_s, a->OW, a->Cout, n2, next, k, n, cur, k);
+    }
+
     T* out = a->dx_direct ? (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1] : out_row;
     const idx out_pixel = a->dx_direct ? a->dx_s[2] : a->c_pad;
     // With stride 1, input columns [iw_lo, iw_hi) have every column tap: tiles.
@@ -328,11 +342,13 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         // Stride phases: the run of each phase in tiles, the columns around it
         // one at a time.
         const idx* run = depthwise_input_grad_columns<T>(a) + a->W + 2 * a->W * a->KW;
+        const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
         for (idx ph = 0; ph < a->sw && ph < a->W; ++ph) {
             const idx q_end = (a->W - ph + a->sw - 1) / a->sw;
             for (idx q = 0; q < run[2 * ph]; ++q)
                 depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, out, out_pixel);
             exact_tiles<DI_MR>(run[2 * ph], run[2 * ph + 1], [&](auto shape, idx q) {
+                ahead.step(lines_per_tile);
                 for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
                     depthwise_input_grad_phase_tile<T, decltype(shape)::value>(
                         a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, c0, out, out_pixel);
@@ -346,6 +362,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         if (a->dx_stream) S::fence();
         return;
     }
+    const idx lines_per_tile = ahead.lines_per((iw_hi - iw_lo) / DI_MR + 1);
     idx iw = 0;
     for (; iw < iw_lo; ++iw) depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
     // One multiplier: a stencil over the dy row with the kernel row reversed
@@ -353,6 +370,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const T* packed = (const T*)a->packed;
     const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+            ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
                 stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
                     rows, (first + a->pl - (a->KW - 1)) * pixel + c0, pixel, packed + (a->KW - 1) * a->c_pad + c0,
@@ -362,6 +380,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     });
     if (!stencil)
         exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+            ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
                 depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first,
                                                                      c0, out, out_pixel);
