@@ -84,6 +84,21 @@ static void gather_rows_t(T* dst, idx dst_stride, const void* src, idx offset, i
             }
         return;
     }
+    if (s_outer >= s_inner * n_inner) {
+        // Each pixel's channels lie together, s_inner apart (NHWC with every
+        // M-th channel, as the input gradient stages one multiplier's dy): pixel
+        // by pixel, so reads and writes stay sequential (channel by channel, each
+        // access strode a pixel: 60% of dwi_mult2).
+        for (idx i = 0; i < n_outer; ++i) {
+            T* d = dst + i * dst_stride;
+            const idx from = offset + i * s_outer;
+            for (idx c = 0; c < n_inner; ++c) {
+                const T v = load_as<T>(src, TYPE, from + c * s_inner);
+                for (idx r = 0; r < repeat; ++r) d[c * repeat + r] = v;
+            }
+        }
+        return;
+    }
     // Channels-strided (NCHW): whole B x B blocks move through a register transpose.
     typedef Simd<T> S;
     constexpr idx B = S::TBLOCK;

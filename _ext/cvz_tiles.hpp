@@ -99,6 +99,19 @@ static inline void exact_tiles(idx begin, idx end, Tile&& tile) {
     for (; p < end; ++p) tile(std::integral_constant<int, 1>{}, p);
 }
 
+// Cover [begin, end) with tiles of MR pixels only, the last one moved back to
+// end - MR where MR does not divide the range: it recomputes a few pixels of the
+// tile before it (the same sums, so the same bits) rather than running a half
+// and a quarter tile, which cost more per pixel (dwi_k5, 28 columns: 16 + 12
+// overlapping beat 16 + 8 + 4).  Shorter ranges go to exact_tiles.
+template <int MR, class Tile>
+static inline void overlapping_tiles(idx begin, idx end, Tile&& tile) {
+    if (end - begin < MR) return exact_tiles<MR>(begin, end, tile);
+    idx p = begin;
+    for (; p + MR <= end; p += MR) tile(std::integral_constant<int, MR>{}, p);
+    if (p < end) tile(std::integral_constant<int, MR>{}, end - MR);
+}
+
 // A stencil tile for per-channel (depthwise) sums, with KW taps per row and
 // stride SW known at compile time:
 //   out[p * out_pixel] = sum over i < n_rows, k < KW of
@@ -109,9 +122,13 @@ static inline void exact_tiles(idx begin, idx end, Tile&& tile) {
 // Each input vector is loaded once per row and serves every tap that reads it
 // (up to KW FMAs per load, against one in a tap-by-tap tile), so loads -- slow
 // when a caller's array is not 64-byte aligned -- no longer bound the tile.
-template <class T, int MR, int KW, int SW>
+// With CLIP, only the input vectors j in [j_lo, j_hi) exist (the others are
+// padding): their taps are skipped, not multiplied by zero, so a NaN or Inf in
+// the filter reaches only the sums that contain it.
+template <class T, int MR, int KW, int SW, bool CLIP = false>
 static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, const T* w0, const idx* kh_of,
-                                idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream) {
+                                idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream,
+                                idx j_lo = 0, idx j_hi = 0) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     vec acc[MR];
@@ -126,6 +143,11 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
         const T* xj = x;
         CVZ_UNROLL(64)
         for (int j = 0; j < (MR - 1) * SW + KW; ++j) {
+            if (CLIP && (j < j_lo || j >= j_hi)) {  // a padding column: never read
+                xj += pixel;
+                CVZ_OPAQUE(xj);
+                continue;
+            }
             const vec xv = S::load(xj);
             xj += pixel;
             CVZ_OPAQUE(xj);
@@ -143,6 +165,24 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
         CVZ_UNROLL(32)
         for (int p = 0; p < MR; ++p) S::store(out + p * out_pixel, acc[p]);
     }
+}
+
+// stencil_tile over input columns col0, col0 + 1, ... of rows that hold `cols`
+// columns (x_off = col0 * pixel + c0): clipped where the tile reaches into the
+// padding on either side, so one tiling covers a whole output row, border
+// pixels included (one pixel and vector at a time, the border took a fifth of
+// a 5x5 depthwise forward).
+template <class T, int MR, int KW, int SW>
+static inline void stencil_tile_clipped(const T* const* rows, idx col0, idx cols, idx c0, idx pixel, const T* w0,
+                                        const idx* kh_of, idx w_row_step, idx w_step, idx n_rows, T* out,
+                                        idx out_pixel, bool stream) {
+    constexpr idx span = (MR - 1) * SW + KW;
+    if (col0 >= 0 && col0 + span <= cols)
+        stencil_tile<T, MR, KW, SW>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows, out,
+                                    out_pixel, stream);
+    else
+        stencil_tile<T, MR, KW, SW, true>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows,
+                                          out, out_pixel, stream, -col0, cols - col0);
 }
 
 // Calls f(integral_constant<KW>, integral_constant<SW>) when stencil_tile has an

@@ -240,33 +240,37 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
         }
         ahead.add_new_rows(a->x, a->x_type, a->x_s, a->W, a->Cin, n2, next, k, n, cur, k);
     }
-    const idx lines_per_tile = ahead.lines_per((a->ow_hi - a->ow_lo) / DF_MR + 1);
 
     T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
     const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;
     // Pixels outside, channels inside: a tile finishes whole pixels (every cache
     // line of its inputs and outputs) before the next, so no line is fetched twice.
-    for (idx ow = 0; ow < a->ow_lo; ++ow)
-        depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
+    // A stencil covers the whole row, its border tiles clipped; otherwise tiles
+    // cover [ow_lo, ow_hi) and the border pixels go one at a time.
     const T* packed = (const T*)a->packed;
     const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
-        exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
+        const idx lines_per_tile = ahead.lines_per(a->OW / DF_MR + 1);
+        overlapping_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-                stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
-                    rows, (ow * a->sw - a->pl) * pixel + c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
+                stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+                    rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
                     n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream);
         });
     });
-    if (!stencil)
+    if (!stencil) {
+        const idx lines_per_tile = ahead.lines_per((a->ow_hi - a->ow_lo) / DF_MR + 1);
+        for (idx ow = 0; ow < a->ow_lo; ++ow)
+            depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
         exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
                 depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out,
                                                                   out_pixel);
         });
-    for (idx ow = a->ow_hi; ow < a->OW; ++ow)
-        depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
+        for (idx ow = a->ow_hi; ow < a->OW; ++ow)
+            depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
+    }
     if (!a->y_direct)
         scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
                         out_row, a->cm_pad);

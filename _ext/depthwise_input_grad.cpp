@@ -362,31 +362,34 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
         if (a->dx_stream) S::fence();
         return;
     }
-    const idx lines_per_tile = ahead.lines_per((iw_hi - iw_lo) / DI_MR + 1);
-    idx iw = 0;
-    for (; iw < iw_lo; ++iw) depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
     // One multiplier: a stencil over the dy row with the kernel row reversed
-    // (tap k reads column iw + pl - (KW-1) + k through kernel column KW-1-k).
+    // (tap k reads column iw + pl - (KW-1) + k through kernel column KW-1-k),
+    // over the whole row, its border tiles clipped.  Otherwise tiles cover
+    // [iw_lo, iw_hi) and the border pixels go one at a time.
     const T* packed = (const T*)a->packed;
     const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
-        exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+        const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
+        overlapping_tiles<DI_MR>(0, a->W, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-                stencil_tile<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
-                    rows, (first + a->pl - (a->KW - 1)) * pixel + c0, pixel, packed + (a->KW - 1) * a->c_pad + c0,
-                    kh_of, a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel,
-                    a->dx_stream);
+                stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+                    rows, first + a->pl - (a->KW - 1), a->OW, c0, pixel, packed + (a->KW - 1) * a->c_pad + c0, kh_of,
+                    a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel, a->dx_stream);
         });
     });
-    if (!stencil)
-        exact_tiles<DI_MR>(iw, iw_hi, [&](auto shape, idx first) {
+    if (!stencil) {
+        const idx lines_per_tile = ahead.lines_per((iw_hi - iw_lo) / DI_MR + 1);
+        for (idx iw = 0; iw < iw_lo; ++iw)
+            depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
+        exact_tiles<DI_MR>(iw_lo, iw_hi, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
                 depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first,
                                                                      c0, out, out_pixel);
         });
-    iw = iw_hi;
-    for (; iw < a->W; ++iw) depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
+        for (idx iw = iw_hi; iw < a->W; ++iw)
+            depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
+    }
     if (!a->dx_direct)
         scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
                         out_row, a->c_pad);

@@ -113,6 +113,45 @@ def test_bitwise_the_same_for_any_thread_count(rng):
     assert all(a.tobytes() == ys[0].tobytes() for a in ys) and all(a.tobytes() == dxs[0].tobytes() for a in dxs)
 
 
+@pytest.mark.parametrize("k, stride", [(3, 1), (5, 1), (3, 2), (5, 2)])
+def test_stencil_rows_of_every_width(k, stride, rng):
+    """Widths 1-40 on every SIMD variant: the stencil tiles cover each row, clipped
+    where they reach into the padding (on one side, both, or neither) and the
+    last one moved back over the tile before it.  A filter tap set to Inf
+    reaches exactly the cells whose sum reads it through a real input cell."""
+    for w in range(1, 41):
+        for padding in ("SAME", "VALID"):
+            g = _geometry(1, 4, w, 16, 1, k, "NHWC", padding, (stride, stride), (1, 1))
+            if 0 in g.output_shape:
+                continue
+            x = rng.standard_normal(g.input_shape).astype(np.float32)
+            filt = rng.standard_normal(g.filter_shape).astype(np.float32)
+            dy = rng.standard_normal(g.output_shape).astype(np.float32)
+            kwargs = _window("NHWC", (stride, stride), (1, 1), padding)
+            wide = [a.astype(np.float64) for a in (x, filt, dy)]
+            sizes = list(g.input_shape)
+            y_exact = reference.depthwise_conv2d_native(wide[0], wide[1], **kwargs)
+            y_bound = reference.depthwise_conv2d_native(np.abs(wide[0]), np.abs(wide[1]), **kwargs)
+            dx_exact = reference.depthwise_conv2d_native_backprop_input(sizes, wide[1], wide[2], **kwargs)
+            dx_bound = reference.depthwise_conv2d_native_backprop_input(sizes, np.abs(wide[1]), np.abs(wide[2]),
+                                                                        **kwargs)
+            inf_filt = filt.copy()
+            inf_filt[0, k - 1, 3, 0] = np.inf  # top right tap, channel 3
+            y_inf = reference.depthwise_conv2d_native(wide[0], inf_filt.astype(np.float64), **kwargs)
+            dx_inf = reference.depthwise_conv2d_native_backprop_input(sizes, inf_filt.astype(np.float64), wide[2],
+                                                                      **kwargs)
+            for isa in ISAS:
+                with cpu.use_isa(isa):
+                    y = convviz.depthwise_conv2d_native(x, filt, **kwargs)
+                    dx = convviz.depthwise_conv2d_native_backprop_input(sizes, filt, dy, **kwargs)
+                    y2 = convviz.depthwise_conv2d_native(x, inf_filt, **kwargs)
+                    dx2 = convviz.depthwise_conv2d_native_backprop_input(sizes, inf_filt, dy, **kwargs)
+                assert_close_to_reference(y, y_exact, y_bound, "float32")
+                assert_close_to_reference(dx, dx_exact, dx_bound, "float32")
+                np.testing.assert_array_equal(np.isfinite(y2), np.isfinite(y_inf), err_msg=f"{isa} w={w} {padding}")
+                np.testing.assert_array_equal(np.isfinite(dx2), np.isfinite(dx_inf), err_msg=f"{isa} w={w} {padding}")
+
+
 def test_their_own_errors():
     x = np.ones((1, 5, 5, 4), np.float32)
     with pytest.raises(convviz.InvalidArgumentError, match=r"^depthwise_conv2d_native: filter.shape\[2\] must equal "
