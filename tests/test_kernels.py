@@ -95,6 +95,28 @@ def test_input_gradient_kernels(isa, shape, dtype, rng):
 
 
 @pytest.mark.parametrize("isa", ISAS)
+def test_input_gradient_reads_wide_dy_rows_in_place(isa, rng):
+    """dy rows whose staged copies would pass 4 MB a thread are read in place
+    (edge tiles copy their window with zero padding); smaller ones are staged.
+    Both give the reference; with an Inf tap, edge tiles go exact."""
+    kwargs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    for width, cout in ((260, 2048), (19, 64)):  # in place (3 x ~280 x 2048 x 4 B), staged
+        filt = rng.standard_normal((3, 3, 8, cout)).astype(np.float32)
+        dy = rng.standard_normal((1, 2, width, cout)).astype(np.float32)
+        sizes = [1, 2, width, 8]
+        exact, bound = reference_pair_bpi(sizes, filt, dy, **kwargs)
+        inf_filt = filt.copy()
+        inf_filt[0, 0, 2, 5] = np.inf
+        inf_exact = convviz.reference.conv2d_backprop_input(sizes, inf_filt.astype(np.float64),
+                                                            dy.astype(np.float64), **kwargs)
+        with cpu.use_isa(isa):
+            got = convviz.conv2d_backprop_input(sizes, filt, dy, **kwargs)
+            got_inf = convviz.conv2d_backprop_input(sizes, inf_filt, dy, **kwargs)
+        assert_close_to_reference(got, exact, bound, "float32")
+        np.testing.assert_array_equal(np.isfinite(got_inf), np.isfinite(inf_exact))
+
+
+@pytest.mark.parametrize("isa", ISAS)
 def test_every_isa_is_deterministic_across_threads(isa, rng, monkeypatch):
     monkeypatch.setattr(cpu, "MIN_PARALLEL_WORK", 0.0)  # parallel even for small work
     x = rng.standard_normal((3, 40, 37, 32)).astype(np.float32)
