@@ -102,8 +102,9 @@ static inline void exact_tiles(idx begin, idx end, Tile&& tile) {
 // Cover [begin, end) with tiles of MR pixels only, the last one moved back to
 // end - MR where MR does not divide the range: it recomputes a few pixels of the
 // tile before it (the same sums, so the same bits) rather than running a half
-// and a quarter tile, which cost more per pixel (dwi_k5, 28 columns: 16 + 12
-// overlapping beat 16 + 8 + 4).  Shorter ranges go to exact_tiles.
+// and a quarter tile, which cost more per pixel (dwi_k5, 28 columns: tiles at 0
+// and 12 beat tiles of 16, 8 and 4 at 0, 16 and 24).  Shorter ranges go to
+// exact_tiles.
 template <int MR, class Tile>
 static inline void overlapping_tiles(idx begin, idx end, Tile&& tile) {
     if (end - begin < MR) return exact_tiles<MR>(begin, end, tile);
@@ -170,8 +171,9 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
 // stencil_tile over input columns col0, col0 + 1, ... of rows that hold `cols`
 // columns (x_off = col0 * pixel + c0): clipped where the tile reaches into the
 // padding on either side, so one tiling covers a whole output row, border
-// pixels included (one pixel and vector at a time, the border took a fifth of
-// a 5x5 depthwise forward).
+// pixels included (done pixel by pixel, the border took a fifth of a 5x5
+// depthwise forward).  With col0 < 0 the tile's input pointer starts before the
+// row; the clipped columns are never read.
 template <class T, int MR, int KW, int SW>
 static inline void stencil_tile_clipped(const T* const* rows, idx col0, idx cols, idx c0, idx pixel, const T* w0,
                                         const idx* kh_of, idx w_row_step, idx w_step, idx n_rows, T* out,
