@@ -132,6 +132,21 @@ struct RowPrefetch {
             }
         }
     }
+    // The rows that row pass `pass` + 1 (of `passes`, per_image to an image)
+    // reads and pass `pass` does not: row_of(pass, kh) is the row kernel row kh
+    // of a pass reads, or < 0 for none (the rule the row pass itself follows).
+    template <class RowOf>
+    void add_next_pass(const void* base, int type, const idx* s, idx cols, idx channels, idx pass, idx passes,
+                       idx per_image, idx KH, RowOf&& row_of) {
+        if (pass + 1 >= passes) return;
+        idx next[16], cur[16];
+        const idx k = KH < 16 ? KH : 16;
+        for (idx kh = 0; kh < k; ++kh) {
+            next[kh] = row_of(pass + 1, kh);
+            cur[kh] = row_of(pass, kh);
+        }
+        add_new_rows(base, type, s, cols, channels, (pass + 1) / per_image, next, k, pass / per_image, cur, k);
+    }
     // Fetch the next `lines` cache lines of the ranges.
     void step(idx lines) {
         for (; lines > 0 && at < n; --lines) {

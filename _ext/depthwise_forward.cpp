@@ -205,11 +205,16 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
 
     // The kernel rows that read a real input row; staged rows are kept in slots
     // (ring_slots: consecutive output rows of a thread share input rows).
+    // Output row r's kernel row kh reads input row row_of(r, kh) (< 0: padding).
+    const auto row_of = [a](idx r, idx kh) {
+        const idx ih = r % a->OH * a->sh - a->pt + kh * a->dh;
+        return ih < a->H ? ih : -1;
+    };
     const idx pixel = a->x_direct ? a->x_s[2] : a->cm_pad;
     idx n_rows = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
-        const idx ih = oh * a->sh - a->pt + kh * a->dh;
-        if (ih < 0 || ih >= a->H) continue;
+        const idx ih = row_of(row, kh);
+        if (ih < 0) continue;
         if (a->x_direct) {
             rows[n_rows] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
         } else {
@@ -229,17 +234,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
 
     // The input rows the next output row reads first (none of this one's).
     RowPrefetch ahead;
-    if (row + 1 < a->N * a->OH) {
-        const idx n2 = (row + 1) / a->OH, oh2 = (row + 1) % a->OH;
-        idx next[16], cur[16];
-        const idx k = a->KH < 16 ? a->KH : 16;
-        for (idx kh = 0; kh < k; ++kh) {
-            const idx ih2 = oh2 * a->sh - a->pt + kh * a->dh, ih = oh * a->sh - a->pt + kh * a->dh;
-            next[kh] = ih2 < a->H ? ih2 : -1;
-            cur[kh] = ih < a->H ? ih : -1;
-        }
-        ahead.add_new_rows(a->x, a->x_type, a->x_s, a->W, a->Cin, n2, next, k, n, cur, k);
-    }
+    ahead.add_next_pass(a->x, a->x_type, a->x_s, a->W, a->Cin, row, a->N * a->OH, a->OH, a->KH, row_of);
 
     T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
     const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;

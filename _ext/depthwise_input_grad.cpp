@@ -166,6 +166,21 @@ static void depthwise_input_grad_pack(DepthwiseInputGradArgs* a) {
     }
 }
 
+// f(d, w) for every (kernel row, column pair) that reaches input column iw, in
+// the order of the sums: d at channel c0 of the pair's dy pixel (its M vectors
+// m_step apart), w at channel c0 of the pair's filter tap (M vectors c_pad apart).
+template <class T, class F>
+static inline void depthwise_input_grad_pairs(const DepthwiseInputGradArgs* a, const T* const* rows,
+                                              const idx* kh_of, idx n_rows, idx pixel, idx iw, idx c0, F&& f) {
+    const T* packed = (const T*)a->packed;
+    const idx* count = depthwise_input_grad_columns<T>(a);
+    const idx* ow_of = count + a->W + iw * a->KW;
+    const idx* kw_of = count + a->W + a->W * a->KW + iw * a->KW;
+    for (idx i = 0; i < n_rows; ++i)
+        for (idx j = 0; j < count[iw]; ++j)
+            f(rows[i] + ow_of[j] * pixel + c0, packed + (kh_of[i] * a->KW + kw_of[j]) * a->cout_g * a->c_pad + c0);
+}
+
 // One input pixel iw, NV channel vectors from c0: every (kernel row, column, m)
 // whose output cell exists.  rows[i]: the dy row of kernel row kh_of[i]; its
 // pixel ow holds M vectors of channels at ow * pixel + m * m_step.  The NV sums
@@ -176,23 +191,15 @@ static inline void depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, c
                                               T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    const T* packed = (const T*)a->packed;
-    const idx M = a->cout_g;
-    const idx* count = depthwise_input_grad_columns<T>(a);
-    const idx* ow_of = count + a->W + iw * a->KW;
-    const idx* kw_of = count + a->W + a->W * a->KW + iw * a->KW;
     vec acc[NV];
     CVZ_UNROLL(8)
     for (int v = 0; v < NV; ++v) acc[v] = S::zero();
-    for (idx i = 0; i < n_rows; ++i)
-        for (idx j = 0; j < count[iw]; ++j) {
-            const T* d = rows[i] + ow_of[j] * pixel + c0;
-            const T* w = packed + (kh_of[i] * a->KW + kw_of[j]) * M * a->c_pad + c0;
-            for (idx m = 0; m < M; ++m)
-                CVZ_UNROLL(8)
-                for (int v = 0; v < NV; ++v)
-                    acc[v] = S::fma(S::load(d + m * m_step + v * S::V), S::load(w + m * a->c_pad + v * S::V), acc[v]);
-        }
+    depthwise_input_grad_pairs<T>(a, rows, kh_of, n_rows, pixel, iw, c0, [&](const T* d, const T* w) {
+        for (idx m = 0; m < a->cout_g; ++m)
+            CVZ_UNROLL(8)
+            for (int v = 0; v < NV; ++v)
+                acc[v] = S::fma(S::load(d + m * m_step + v * S::V), S::load(w + m * a->c_pad + v * S::V), acc[v]);
+    });
     CVZ_UNROLL(8)
     for (int v = 0; v < NV; ++v) S::store(out + iw * out_pixel + c0 + v * S::V, acc[v]);
 }
@@ -217,24 +224,16 @@ static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs*
                                                    idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    const T* packed = (const T*)a->packed;
-    const idx M = a->cout_g;
-    const idx* count = depthwise_input_grad_columns<T>(a);
-    const idx* ow_of = count + a->W + iw0 * a->KW;
-    const idx* kw_of = count + a->W + a->W * a->KW + iw0 * a->KW;
     vec acc[MR];
     CVZ_UNROLL(16)
     for (int p = 0; p < MR; ++p) acc[p] = S::zero();
-    for (idx i = 0; i < n_rows; ++i)
-        for (idx j = 0; j < count[iw0]; ++j) {
-            const T* d = rows[i] + ow_of[j] * pixel + c0;
-            const T* w = packed + (kh_of[i] * a->KW + kw_of[j]) * M * a->c_pad + c0;
-            for (idx m = 0; m < M; ++m) {
-                const vec wv = S::load(w + m * a->c_pad);
-                CVZ_UNROLL(16)
-                for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
-            }
+    depthwise_input_grad_pairs<T>(a, rows, kh_of, n_rows, pixel, iw0, c0, [&](const T* d, const T* w) {
+        for (idx m = 0; m < a->cout_g; ++m) {
+            const vec wv = S::load(w + m * a->c_pad);
+            CVZ_UNROLL(16)
+            for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
         }
+    });
     if (a->dx_stream) {  // dx and its pixel stride aligned to the vector (streamable())
         CVZ_UNROLL(16)
         for (int p = 0; p < MR; ++p) S::stream(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p]);
@@ -282,15 +281,19 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     idx* kh_of = slot_key + a->slots;
     const T** rows = (const T**)(kh_of + a->KH);
 
+    // Input row r's kernel row kh reads dy row row_of(r, kh) (< 0: none).
+    const auto row_of = [a](idx r, idx kh) {
+        const idx t = r % a->H + a->pt - kh * a->dh;
+        return t >= 0 && t % a->sh == 0 && t / a->sh < a->OH ? t / a->sh : -1;
+    };
     // The kernel rows whose output row exists for this input row; staged dy rows
     // are kept in slots (ring_slots: consecutive input rows of a thread share them).
     const idx pixel = a->dy_direct ? a->dy_s[2] : M * a->c_pad;
     const idx m_step = a->dy_direct ? 1 : a->c_pad;  // M = 1 when direct
     idx n_rows = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
-        const idx t = ih + a->pt - kh * a->dh;
-        if (t < 0 || t % a->sh != 0 || t / a->sh >= a->OH) continue;
-        const idx oh = t / a->sh;
+        const idx oh = row_of(row, kh);
+        if (oh < 0) continue;
         if (a->dy_direct) {
             rows[n_rows] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
         } else {
@@ -312,17 +315,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
 
     // The dy rows the next input row reads first (none of this one's).
     RowPrefetch ahead;
-    if (row + 1 < a->N * a->H) {
-        const idx n2 = (row + 1) / a->H, ih2 = (row + 1) % a->H;
-        idx next[16], cur[16];
-        const idx k = a->KH < 16 ? a->KH : 16;
-        for (idx kh = 0; kh < k; ++kh) {
-            const idx t2 = ih2 + a->pt - kh * a->dh, t = ih + a->pt - kh * a->dh;
-            next[kh] = t2 >= 0 && t2 % a->sh == 0 && t2 / a->sh < a->OH ? t2 / a->sh : -1;
-            cur[kh] = t >= 0 && t % a->sh == 0 && t / a->sh < a->OH ? t / a->sh : -1;
-        }
-        ahead.add_new_rows(a->dy, a->dy_type, a->dy_s, a->OW, a->Cout, n2, next, k, n, cur, k);
-    }
+    ahead.add_next_pass(a->dy, a->dy_type, a->dy_s, a->OW, a->Cout, row, a->N * a->H, a->H, a->KH, row_of);
 
     T* out = a->dx_direct ? (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1] : out_row;
     const idx out_pixel = a->dx_direct ? a->dx_s[2] : a->c_pad;
