@@ -20,6 +20,7 @@ cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     int isa_best()
     bint isa_compiled(int isa)
     bint cpu_has_bf16_dot()
+    bint cpu_has_f16_fma()
 
 # Scratch bytes of the module's most recent kernel call, per thread (a C++
 # thread_local: no Python-level cost per call).

@@ -72,8 +72,20 @@ bool detect_bf16_dot() {
     return bit(cpuid(7, 1).eax, 5);
 }
 
+// AVX512_FP16 (leaf 7, subleaf 0, EDX bit 23), on top of usable AVX-512.
+bool detect_f16_fma() { return detect() == ISA_AVX512 && bit(cpuid(7, 0).edx, 23); }
+
 }  // namespace
 #endif  // CVZ_X86
+
+bool cpu_has_f16_fma() {
+#if CVZ_X86 && CVZ_F16_FMA_COMPILED
+    static const bool has = detect_f16_fma();
+    return has;
+#else
+    return false;
+#endif
+}
 
 bool cpu_has_bf16_dot() {
 #if CVZ_X86

@@ -20,6 +20,18 @@ int isa_best();
 // runs AVX-512 code: what precision="fast" uses for bfloat16 input gradients.
 bool cpu_has_bf16_dot();
 
+// Whether this compiler builds AVX512_FP16 code (GCC 12, clang 14 and later).
+#if CVZ_X86 && ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+#define CVZ_F16_FMA_COMPILED 1
+#else
+#define CVZ_F16_FMA_COMPILED 0
+#endif
+
+// Whether the CPU has the float16 FMA (AVX512_FP16), runs AVX-512 code, and
+// this build holds the code: what precision="fast" uses for float16 input
+// gradients.
+bool cpu_has_f16_fma();
+
 inline bool isa_compiled(int isa) { return isa >= 0 && isa < ISA_COUNT; }
 
 // A per-ISA tuning constant: (generic, AVX2, AVX-512) value for `isa`.

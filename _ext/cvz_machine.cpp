@@ -30,6 +30,11 @@ double machine_fma(int isa, int f64, int n_threads, long long rounds, int* threa
 // Only on a CPU that has it (the caller checks: convviz._openmp_info.bf16_dot_available).
 double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* flops, double* sink);
 
+// The same with chains of float16 FMAs (AVX512_FP16 vfmadd231ph: 32 lanes), the
+// instruction of precision="fast" for float16.  Only where the CPU has it (the
+// caller checks: convviz._openmp_info.f16_fma_available).
+double machine_f16_fma(int n_threads, long long rounds, int* threads, double* flops, double* sink);
+
 // Page-aligned memory, left untouched (the first touch decides where it lives);
 // nullptr when there is none.  Free with machine_free.
 void* machine_alloc(idx bytes);
@@ -147,10 +152,43 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_dot_chains(long long rou
     *sink = sum;
 }
 #endif
+
+#if CVZ_F16_FMA_COMPILED
+// 16 chains of vfmadd231ph: acc = acc * one + small per lane (float16).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16"))) void f16_fma_chains(long long rounds, double* flops,
+                                                                                      double* sink) {
+    __m512h acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ph((_Float16)(0.5f + (float)i * 1e-2f));
+    __m512h one = _mm512_set1_ph((_Float16)1.0f), small = _mm512_set1_ph((_Float16)1e-4f);
+    for (long long r = 0; r < rounds; ++r) {
+        CVZ_UNROLL(16)
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ph(acc[i], one, small);
+        __asm__("" : "+v"(one), "+v"(small));  // not loop invariants to the compiler
+    }
+    __m512h total = acc[0];
+    for (int i = 1; i < 16; ++i) total = _mm512_add_ph(total, acc[i]);
+    alignas(64) std::uint16_t lanes[32];
+    _mm512_store_si512((void*)lanes, _mm512_castph_si512(total));
+    double sum = 0;
+    for (int i = 0; i < 32; ++i) sum += (double)f16_to_f32(lanes[i]);
+    *flops = 2.0 * 32 * 16 * (double)rounds;
+    *sink = sum;
+}
+#endif
 }  // namespace
 
 double machine_fma(int isa, int f64, int n_threads, long long rounds, int* threads, double* flops, double* sink) {
     return run_chains(isa_pick(fma_table, isa, f64), n_threads, rounds, threads, flops, sink);
+}
+
+double machine_f16_fma(int n_threads, long long rounds, int* threads, double* flops, double* sink) {
+#if CVZ_F16_FMA_COMPILED
+    return run_chains(&f16_fma_chains, n_threads, rounds, threads, flops, sink);
+#else
+    (void)n_threads; (void)rounds;
+    *threads = 1; *flops = 0; *sink = 0;
+    return 0;
+#endif
 }
 
 double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* flops, double* sink) {

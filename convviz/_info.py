@@ -37,9 +37,21 @@ def _fast_bf16() -> str:
 
     if cpu.bf16_dot_in_use():
         return "AVX512_BF16 dot product (vdpbf16ps)"
-    if cpu.BF16_DOT:
+    if cpu.BF16_DOT and cpu.current_isa() != "avx512":
         return f"no: the CPU has AVX512_BF16, but the {cpu.current_isa()} kernels run"
+    if cpu.BF16_DOT:
+        return "no: the CPU has AVX512_BF16, but vdpbf16ps is slower here than the float32 FMA"
     return "no: the CPU lacks AVX512_BF16; \"fast\" computes as the default"
+
+
+def _fast_f16() -> str:
+    from ._backends import cpu
+
+    if cpu.f16_fma_in_use():
+        return "AVX512_FP16 FMA (vfmadd231ph), 32 or more input channels per group"
+    if cpu.F16_FMA:
+        return f"no: the CPU has AVX512_FP16, but the {cpu.current_isa()} kernels run"
+    return "no: the CPU (or this build) lacks AVX512_FP16; \"fast\" computes as the default"
 
 
 def _package_version(name: str) -> str | None:
@@ -70,9 +82,9 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         With ``as_dict=True``: ``convviz``, ``python``, ``platform``, ``numpy``,
         ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
         ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
-        ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` (what
-        ``precision="fast"`` runs for bfloat16 on this CPU: the instruction, or
-        "no: " and why) and ``cupy`` (its
+        ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` and
+        ``fast_f16`` (what ``precision="fast"`` runs for bfloat16 and float16
+        on this CPU: the instruction, or "no: " and why) and ``cupy`` (its
         version, or None when absent; with it ``cuda_runtime``, ``cuda_devices``
         and the ``gpu`` names).
 
@@ -94,6 +106,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         "openmp": _openmp_info.openmp_enabled(),
         "simd": _current_isa(),
         "fast_bf16": _fast_bf16(),
+        "fast_f16": _fast_f16(),
         "max_threads": _openmp_info.max_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(),

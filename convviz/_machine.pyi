@@ -12,7 +12,7 @@ def last_level_cache_bytes() -> int:
 def default_array_bytes() -> int:
     """Bytes of each of the bandwidth measurement's two arrays."""
 
-def fma_peak_gflops(n_threads: int, isa: _IsaName | None = None, dtype: Literal["float32", "float64", "bfloat16_dot"] = "float32",
+def fma_peak_gflops(n_threads: int, isa: _IsaName | None = None, dtype: Literal["float32", "float64", "bfloat16_dot", "float16"] = "float32",
                     seconds: float = 0.1, repeats: int = 3) -> float:
     """The FMA peak in GFLOP/s of one kernel variant on ``n_threads`` threads."""
 

@@ -20,7 +20,7 @@ import time
 from _openmp cimport CONVVIZ_OPENMP_ENABLED
 
 from . import _openmp_info
-from ._openmp_info import bf16_dot_available
+from ._openmp_info import bf16_dot_available, f16_fma_available
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -32,6 +32,7 @@ cdef extern from * namespace "cvz" nogil:
     double machine_fma(int isa, int f64, int n_threads, long long rounds, int* threads, double* flops,
                        double* sink)
     double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* flops, double* sink)
+    double machine_f16_fma(int n_threads, long long rounds, int* threads, double* flops, double* sink)
     void* machine_alloc(idx bytes)
     void machine_free(void* p)
     int machine_first_touch(float* a, float* b, idx n, int n_threads)
@@ -137,6 +138,8 @@ cdef tuple _fma_run(int code, int f64, int n_threads, long long rounds):
     with nogil:
         if f64 == 2:  # the bfloat16 dot product (checked available by the caller)
             seconds = machine_bf16_dot(n_threads, rounds, &threads, &flops, &sink)
+        elif f64 == 3:  # the float16 FMA (likewise)
+            seconds = machine_f16_fma(n_threads, rounds, &threads, &flops, &sink)
         else:
             seconds = machine_fma(code, f64, n_threads, rounds, &threads, &flops, &sink)
     if not math.isfinite(sink):  # the chains tend to 1: never happens, but keeps `sink` used
@@ -147,14 +150,16 @@ cdef tuple _fma_run(int code, int f64, int n_threads, long long rounds):
 def _fma_peak(int n_threads, isa, dtype, double seconds, int repeats):
     """(GFLOP/s, threads that ran) of the FMA peak; see fma_peak_gflops."""
     _check_threads(n_threads)
-    if dtype not in ("float32", "float64", "bfloat16_dot"):
-        raise ValueError(f"dtype must be 'float32', 'float64' or 'bfloat16_dot', got {dtype!r}")
+    if dtype not in ("float32", "float64", "bfloat16_dot", "float16"):
+        raise ValueError(f"dtype must be 'float32', 'float64', 'bfloat16_dot' or 'float16', got {dtype!r}")
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     name, code = _isa_code(isa)
     if dtype == "bfloat16_dot" and not (name == "avx512" and bf16_dot_available()):
         raise ValueError(f"the bfloat16 dot product (AVX512_BF16) does not run here ({name} kernels)")
-    cdef int f64 = 2 if dtype == "bfloat16_dot" else dtype == "float64"
+    if dtype == "float16" and not (name == "avx512" and f16_fma_available()):
+        raise ValueError(f"the float16 FMA (AVX512_FP16) does not run here ({name} kernels)")
+    cdef int f64 = 2 if dtype == "bfloat16_dot" else 3 if dtype == "float16" else dtype == "float64"
     # Calibrate (this also starts the threads): grow the rounds until a run
     # takes a tenth of the target, then scale them to the target.  The shorter
     # of two runs counts, so that one run slowed down by another process does
@@ -189,10 +194,11 @@ def fma_peak_gflops(n_threads, isa=None, dtype="float32", seconds=0.1, repeats=3
         Threads (OpenMP), at least 1.
     isa : {'generic', 'avx2', 'avx512'} or None
         Kernel variant; None: the one the kernels run (``CONVVIZ_ISA`` or the best).
-    dtype : {'float32', 'float64', 'bfloat16_dot'}
+    dtype : {'float32', 'float64', 'bfloat16_dot', 'float16'}
         Type of the FMAs; 'bfloat16_dot': chains of the AVX512_BF16 dot
         product ``vdpbf16ps`` (4 flops per lane), where the CPU has it and
-        ``isa`` is 'avx512'.
+        ``isa`` is 'avx512'; 'float16': the AVX512_FP16 FMA ``vfmadd231ph``
+        (32 lanes), likewise.
     seconds : float
         Duration of each run (shorter: rougher).
     repeats : int
@@ -329,7 +335,8 @@ def measure(n_threads, isa=None, seconds=0.1, array_bytes=None, progress=None, r
     dict
         ``isa``; ``threads`` (that ran: 1 without OpenMP); ``fma_gflops``
         ({'float32': ..., 'float64': ...}, and 'bfloat16_dot' where the
-        CPU has AVX512_BF16 and ``isa`` is 'avx512'); ``bandwidth_gbs`` (see
+        CPU has AVX512_BF16 and ``isa`` is 'avx512', 'float16' where it has
+        AVX512_FP16); ``bandwidth_gbs`` (see
         :func:`memory_bandwidth`); ``array_bytes`` (of each array);
         ``llc_bytes`` (the last-level cache, 0 if unknown); ``seconds`` (the
         measurement took).
@@ -348,6 +355,8 @@ def measure(n_threads, isa=None, seconds=0.1, array_bytes=None, progress=None, r
     dtypes = ["float32", "float64"]
     if name == "avx512" and bf16_dot_available():
         dtypes.append("bfloat16_dot")  # what precision="fast" runs on
+    if name == "avx512" and f16_fma_available():
+        dtypes.append("float16")  # what precision="fast" runs float16 on
     for dtype in dtypes:
         if progress is not None:
             progress(f"measuring the {dtype} FMA peak ({name}, {n_threads} threads) ...")

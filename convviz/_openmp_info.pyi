@@ -22,6 +22,9 @@ def best_isa() -> _IsaName:
 def bf16_dot_available() -> bool:
     """True when the CPU has AVX512_BF16 and runs AVX-512 code (precision="fast")."""
 
+def f16_fma_available() -> bool:
+    """True when the CPU has AVX512_FP16, runs AVX-512 code and this build holds that code (precision="fast")."""
+
 def available_isas() -> tuple[_IsaName, ...]:
     """Kernel variants compiled in and supported by this CPU, best first."""
 

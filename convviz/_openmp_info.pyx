@@ -3,7 +3,7 @@
 """Build and machine facts about the compiled kernels: OpenMP, threads, SIMD."""
 
 from _openmp cimport CONVVIZ_OPENMP_ENABLED, omp_get_max_threads, omp_get_num_procs
-from _cvz cimport cpu_has_bf16_dot, isa_best, isa_compiled
+from _cvz cimport cpu_has_bf16_dot, cpu_has_f16_fma, isa_best, isa_compiled
 from cython.parallel cimport prange, threadid
 
 # Indexed by the kernels' ISA codes (cvz::Isa in _ext/cvz_isa.hpp).
@@ -34,6 +34,12 @@ def bf16_dot_available():
     """True when the CPU has the bfloat16 dot-product instruction (AVX512_BF16) and runs
     AVX-512 code: what ``precision="fast"`` uses for bfloat16 input gradients."""
     return bool(cpu_has_bf16_dot())
+
+
+def f16_fma_available():
+    """True when the CPU has the float16 FMA (AVX512_FP16), runs AVX-512 code and this
+    build holds that code: what ``precision="fast"`` uses for float16 input gradients."""
+    return bool(cpu_has_f16_fma())
 
 
 def available_isas():

@@ -161,6 +161,12 @@ CASES = [
     _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="bfloat16", precision="fast"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16", precision="fast"),
     _bpi("bpi_k7", 4, 64, 64, 16, 16, 7, 1, 1, dtype="bfloat16", precision="fast"),
+    # precision="fast": float16 on the CPU's float16 FMA where it has one (32 or
+    # more input channels per group; bpi_cifar and bpi_k7 have 16).
+    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="float16"),
+    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="float16", precision="fast"),
+    _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="float16", precision="fast"),
+    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16", precision="fast"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, data_format="NCHW"),
     _bpf("bpf_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
     _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
@@ -582,11 +588,14 @@ def roof_bandwidth(bandwidth: dict[str, float]) -> float:
 
 def peak_gflops(peaks: dict[str, Any], dtype: str, precision: str = "accurate") -> float:
     """The FMA peak that bounds a case of ``dtype``: float64's for float64, else
-    float32's (the kernels compute float16 and bfloat16 in float32) -- but the
-    bfloat16 dot product's for bfloat16 with precision="fast" where it was measured."""
+    float32's (the kernels compute float16 and bfloat16 in float32) -- but, with
+    precision="fast", the bfloat16 dot product's for bfloat16 and the float16
+    FMA's for float16 where they were measured."""
     fma = peaks["fma_gflops"]
     if dtype == "bfloat16" and precision == "fast" and "bfloat16_dot" in fma:
         return float(fma["bfloat16_dot"])
+    if dtype == "float16" and precision == "fast" and "float16" in fma:
+        return float(fma["float16"])
     return float(fma["float64"] if dtype == "float64" else fma["float32"])
 
 
@@ -732,6 +741,7 @@ def peaks_line(peaks: dict[str, Any], cpu: str | None = None) -> str:
     return (f"machine: {cpu + ', ' if cpu else ''}ISA {peaks['isa']}: FMA peak {fma['float32']:.1f} GFLOP/s "
             f"float32, {fma['float64']:.1f} float64"
             + (f", {fma['bfloat16_dot']:.1f} bfloat16 dot product" if "bfloat16_dot" in fma else "")
+            + (f", {fma['float16']:.1f} float16" if "float16" in fma else "")
             + f" ({peaks['isa']}, {peaks['threads']} threads); bandwidth "
             f"read {bandwidth['read']:.1f}, write {bandwidth['write']:.1f}, copy {bandwidth['copy']:.1f}"
             f"{streaming} GB/s (2 arrays of {_bytes(peaks['array_bytes'])}{cache}; measured in "
@@ -751,6 +761,8 @@ def roofline_legend(peaks: dict[str, Any]) -> str:
         "float64 cases"
         + (f", {fma['bfloat16_dot']:.1f} for the bfloat16 dot product of precision=\"fast\""
            if "bfloat16_dot" in fma else "")
+        + (f", {fma['float16']:.1f} for the float16 FMA of precision=\"fast\" float16"
+           if "float16" in fma else "")
         + f"; {peaks['isa']}, {peaks['threads']} threads). *% BW* is GB/s against the copy "
         f"bandwidth, {bandwidth:.1f} GB/s: a kernel reads its inputs and writes its result, as a copy does "
         "(counted the same way, bytes read + written), and the faster of the two measured copies (ordinary "

@@ -38,8 +38,11 @@ def test_show_versions_reports_the_build(capsys):
     from convviz._backends import cpu
 
     assert info["fast_bf16"].startswith("AVX512_BF16") == cpu.bf16_dot_in_use()
-    with cpu.use_isa("avx2"):  # the dot product runs only with the AVX-512 kernels
-        assert convviz.show_versions(as_dict=True)["fast_bf16"].startswith("no: ")
+    assert info["fast_f16"].startswith("AVX512_FP16") == cpu.f16_fma_in_use()
+    if "avx2" in convviz._openmp_info.available_isas():
+        with cpu.use_isa("avx2"):  # the fast paths run only with the AVX-512 kernels
+            assert convviz.show_versions(as_dict=True)["fast_bf16"].startswith("no: ")
+            assert convviz.show_versions(as_dict=True)["fast_f16"].startswith("no: ")
 
 
 def _asan_runtime() -> str | None:

@@ -50,23 +50,28 @@ def test_measure_reports_everything_for_the_kernels_isa():
     peaks = _machine.measure(2, seconds=0.001, array_bytes=TINY_ARRAY, progress=lines.append, repeats=1)
     assert peaks["isa"] == cpu.current_isa()
     assert peaks["threads"] == (2 if _openmp_info.openmp_enabled() else 1)
-    # The bfloat16 dot product (precision="fast") is measured where it runs.
-    dot = cpu.bf16_dot_in_use()
-    assert set(peaks["fma_gflops"]) == {"float32", "float64"} | ({"bfloat16_dot"} if dot else set())
+    # The bfloat16 dot product and the float16 FMA (precision="fast") are
+    # measured where they run (the dot product also where it does not pay).
+    dot = cpu.BF16_DOT and cpu.current_isa() == "avx512"
+    half = cpu.f16_fma_in_use()
+    assert set(peaks["fma_gflops"]) == ({"float32", "float64"} | ({"bfloat16_dot"} if dot else set())
+                                        | ({"float16"} if half else set()))
     assert all(_positive(v) for v in [*peaks["fma_gflops"].values(), *peaks["bandwidth_gbs"].values()])
     assert peaks["array_bytes"] == TINY_ARRAY and peaks["llc_bytes"] >= 0 and peaks["seconds"] > 0
-    assert len(lines) == 3 + dot and all(cpu.current_isa() in line and "2 threads" in line for line in lines)
+    assert len(lines) == 3 + dot + half and all(cpu.current_isa() in line and "2 threads" in line for line in lines)
 
 
-def test_the_bfloat16_dot_peak_is_measured_only_where_it_runs():
-    if cpu.bf16_dot_in_use():
-        assert _positive(_machine.fma_peak_gflops(2, dtype="bfloat16_dot", seconds=0.001, repeats=1))
+@pytest.mark.parametrize("dtype, name", [("bfloat16_dot", "bfloat16 dot product"), ("float16", "float16 FMA")])
+def test_the_half_type_peaks_are_measured_only_where_they_run(dtype, name):
+    runs = cpu.BF16_DOT and cpu.current_isa() == "avx512" if dtype == "bfloat16_dot" else cpu.f16_fma_in_use()
+    if runs:
+        assert _positive(_machine.fma_peak_gflops(2, dtype=dtype, seconds=0.001, repeats=1))
     else:
-        with pytest.raises(ValueError, match="bfloat16 dot product"):
-            _machine.fma_peak_gflops(1, dtype="bfloat16_dot", seconds=0.001, repeats=1)
+        with pytest.raises(ValueError, match=name):
+            _machine.fma_peak_gflops(1, dtype=dtype, seconds=0.001, repeats=1)
     if "avx2" in ISAS:
-        with cpu.use_isa("avx2"), pytest.raises(ValueError, match="bfloat16 dot product"):
-            _machine.fma_peak_gflops(1, isa="avx2", dtype="bfloat16_dot", seconds=0.001, repeats=1)
+        with cpu.use_isa("avx2"), pytest.raises(ValueError, match=name):
+            _machine.fma_peak_gflops(1, isa="avx2", dtype=dtype, seconds=0.001, repeats=1)
 
 
 def test_the_isa_follows_the_kernels_and_a_missing_one_is_refused():
@@ -78,7 +83,7 @@ def test_the_isa_follows_the_kernels_and_a_missing_one_is_refused():
     with pytest.raises(ValueError, match="n_threads"):
         _machine.memory_bandwidth(0, array_bytes=TINY_ARRAY)
     with pytest.raises(ValueError, match="dtype"):
-        _machine.fma_peak_gflops(1, dtype="float16", **TINY_FMA)  # type: ignore[arg-type]
+        _machine.fma_peak_gflops(1, dtype="int8", **TINY_FMA)  # type: ignore[arg-type]
 
 
 def test_the_default_arrays_are_far_beyond_the_cache(monkeypatch):

@@ -44,13 +44,53 @@ ISA_CODE = _ISA_CODES[_ISA]
 
 
 #: Whether the CPU has the bfloat16 dot-product instruction (AVX512_BF16), which
-#: ``precision="fast"`` uses while the AVX-512 kernels run (not under ``use_isa("avx2")``).
+#: ``precision="fast"`` uses while the AVX-512 kernels run (not under ``use_isa("avx2")``)
+#: where it outruns the float32 FMA (see ``bf16_dot_pays``).
 BF16_DOT = _openmp_info.bf16_dot_available()
+#: Whether the CPU has the float16 FMA (AVX512_FP16) and this build its code:
+#: ``precision="fast"`` float16 input gradients while the AVX-512 kernels run.
+F16_FMA = _openmp_info.f16_fma_available()
+
+#: The fast-path bits of the input-gradient kernel (``dot`` of convviz.ops._input_grad).
+FAST_BF16_DOT, FAST_F16_FMA = 1, 2
+
+# vdpbf16ps adds two products per lane, so it doubles the float32 FMA's rate
+# where it runs at the FMA's pace (AMD Zen 4: 461 against 230 GFLOP/s); some
+# CPUs run it at a quarter of that pace (an Intel Xeon with AVX512_BF16 and no
+# AMX: 174 against 352), where the float32 path is faster.  Measured once, on
+# one thread, the first time it matters; None until then.  Tests set it.
+_bf16_dot_pays: bool | None = None
+BF16_DOT_MIN_GAIN = 1.25  # the dot product's GFLOP/s over the float32 FMA's it must reach
+
+
+def bf16_dot_pays() -> bool:
+    """Whether the bfloat16 dot product outruns the float32 FMA on this CPU (measured once, ~20 ms)."""
+    global _bf16_dot_pays
+    if _bf16_dot_pays is None:
+        if not BF16_DOT or "avx512" not in _openmp_info.available_isas():
+            _bf16_dot_pays = False
+        else:
+            from .. import _machine
+
+            dot = _machine._fma_peak(1, "avx512", "bfloat16_dot", 0.004, 3)[0]
+            fma = _machine._fma_peak(1, "avx512", "float32", 0.004, 3)[0]
+            _bf16_dot_pays = dot >= BF16_DOT_MIN_GAIN * fma
+    return _bf16_dot_pays
 
 
 def bf16_dot_in_use() -> bool:
-    """Whether ``precision="fast"`` kernels may use AVX512_BF16 now (the CPU has it, AVX-512 kernels run)."""
-    return BF16_DOT and _ISA == "avx512"
+    """Whether ``precision="fast"`` bfloat16 runs on AVX512_BF16 now (the CPU has it, it pays, AVX-512 kernels run)."""
+    return BF16_DOT and _ISA == "avx512" and bf16_dot_pays()
+
+
+def f16_fma_in_use() -> bool:
+    """Whether ``precision="fast"`` float16 runs on AVX512_FP16 now (the CPU has it, AVX-512 kernels run)."""
+    return F16_FMA and _ISA == "avx512"
+
+
+def fast_paths() -> int:
+    """The fast-path bits the input-gradient kernel may take now (0: none)."""
+    return (FAST_BF16_DOT if bf16_dot_in_use() else 0) | (FAST_F16_FMA if f16_fma_in_use() else 0)
 
 
 def current_isa() -> str:

@@ -64,13 +64,18 @@ device : {None, "cpu", "gpu"}, optional
     "precision": """\
 precision : {"accurate", "fast"}, optional
     "accurate" (default): half types are multiplied and summed in float32
-    and rounded once.  "fast": bfloat16 runs on the CPU's bfloat16
-    dot-product instruction (AVX512_BF16 ``vdpbf16ps``) where the CPU has it
-    and the AVX-512 kernels run: still summed in float32, in pairs of output
-    channels, with subnormal values flushed to zero, so a result may differ
-    from the accurate one by one bfloat16 unit in the last place (measured
-    bound in BENCHMARKS.md).  Elsewhere, on the GPU, for other dtypes, and
-    for a filter holding NaN or infinity, "fast" computes as "accurate".
+    and rounded once.  "fast", where the AVX-512 kernels run: bfloat16 runs
+    on the CPU's bfloat16 dot-product instruction (AVX512_BF16
+    ``vdpbf16ps``) where it outruns the float32 FMA (measured once): still
+    summed in float32, in pairs of output channels, with subnormal values
+    flushed to zero, so a result may differ from the accurate one by one
+    bfloat16 unit in the last place.  float16 with at least 32 input
+    channels per group runs on the float16 FMA (AVX512_FP16
+    ``vfmadd231ph``): chains of up to 32 products summed in float16 on
+    operands scaled by powers of two, the chains summed in float32; the
+    error grows to a few float16 units in the last place (bounds in
+    BENCHMARKS.md).  Elsewhere, on the GPU, for other dtypes, and for a
+    filter holding NaN or infinity, "fast" computes as "accurate".
     Bitwise the same for any thread count either way.""",
     "raises": """\
 InvalidArgumentError

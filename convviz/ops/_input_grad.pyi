@@ -30,7 +30,7 @@ def input_grad(
     isa: int,
     f64: bool,
     min_parallel_work: float,
-    dot: bool = False,
+    dot: int = 0,
 ) -> int:
     """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 

@@ -51,6 +51,7 @@ cdef extern from * namespace "cvz" nogil:
         void* packed
         int dot
         idx K2, packed_bytes
+        int w_exp
 
     void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
     void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
@@ -65,16 +66,18 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
                cnp.ndarray in_backprop, int dx_type,
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-               int n_threads, int isa, bint f64, double min_parallel_work, bint dot=False):
+               int n_threads, int isa, bint f64, double min_parallel_work, int dot=0):
     """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 
     ``out_backprop`` is [N, OH, OW, C_out] and ``filter`` HWIO [KH, KW, C_in /
     groups, C_out], any strides (in elements).  The ``*_type`` codes are
     0 float16, 1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64
     arithmetic (otherwise float32).  ``isa`` picks the SIMD variant.  ``dot``
-    (precision="fast") asks for the bfloat16 dot-product path: only when the
-    CPU has AVX512_BF16 and ``isa`` is AVX-512; it applies to bfloat16 data
-    with a finite filter and the default path runs otherwise.
+    (precision="fast") names the fast paths this CPU runs, as bits: 1 the
+    bfloat16 dot product (AVX512_BF16), 2 the float16 FMA (AVX512_FP16), only
+    with ``isa`` AVX-512; the one that applies to the data (bfloat16 or float16,
+    a finite filter; float16 with at least 32 input channels per group) runs,
+    and the default path otherwise.
     """
     cdef Conv2dInputGradArgs a
     conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], filter.shape[2], groups,
@@ -90,6 +93,7 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     element_strides(filter, a.w_s)
     a.packed = NULL
     a.dot = dot
+    a.w_exp = 0
     conv2d_input_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4

@@ -96,7 +96,7 @@ class Plan(cpu.ConvPlan):
     def __init__(self, call: Call, fast: bool = False) -> None:
         g = call.geometry
         super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
-        self.fast = fast  # precision="fast": the bfloat16 dot-product kernel where the CPU has it
+        self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
@@ -119,7 +119,7 @@ class Plan(cpu.ConvPlan):
             dy.transpose(0, 2, 3, 1) if nchw else dy, code, kernel_view(filt), code,
             result.transpose(0, 2, 3, 1) if nchw else result, code,
             *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK,
-            self.fast and cpu.bf16_dot_in_use())
+            cpu.fast_paths() if self.fast else 0)
         return result
 
 
@@ -197,7 +197,7 @@ OP = Op(
     example=example,
     reference=reference,
     tf_attrs=("use_cudnn_on_gpu",),
-    fast_dtypes=(v.BFLOAT16,),
+    fast_dtypes=(v.BFLOAT16, np.dtype(np.float16)),
     tf_doc="""\
 Examples
 --------
@@ -318,8 +318,9 @@ def conv2d_backprop_input(
     (1, 1, 5, 5)
 
     bfloat16 with ``precision="fast"``: the CPU's bfloat16 dot-product
-    instruction where it has one (else the same as the default).  Results
-    may differ from the default by one bfloat16 unit in the last place:
+    instruction where it has one and it pays (else the same as the
+    default).  Results may differ from the default by one bfloat16 unit in
+    the last place:
 
     >>> import ml_dtypes
     >>> rng = np.random.default_rng(0)
@@ -329,6 +330,18 @@ def conv2d_backprop_input(
     ...                                      precision="fast")
     >>> exact = convviz.reference.conv2d_backprop_input([2, 8, 8, 16], w, dy, [1, 1, 1, 1], "SAME")
     >>> bool(np.all(np.abs(fast - exact) <= 2.0**-8 * np.abs(exact) + 1e-6))
+    True
+
+    float16 with ``precision="fast"``: the CPU's float16 FMA where it has one
+    (AVX512_FP16), with sums of up to 32 products in float16:
+
+    >>> w16 = rng.standard_normal((3, 3, 32, 32)).astype(np.float16)
+    >>> dy16 = rng.standard_normal((2, 8, 8, 32)).astype(np.float16)
+    >>> args16 = ([2, 8, 8, 32], w16, dy16, [1, 1, 1, 1], "SAME")
+    >>> fast16 = convviz.conv2d_backprop_input(*args16, precision="fast")
+    >>> exact16 = convviz.reference.conv2d_backprop_input(*args16)
+    >>> terms = convviz.reference.conv2d_backprop_input(args16[0], np.abs(w16), np.abs(dy16), *args16[3:])
+    >>> bool(np.all(np.abs(fast16 - exact16) <= 2.0**-11 * np.abs(exact16) + 2.0**-6 * terms))
     True
     """
     return OP.run(input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
