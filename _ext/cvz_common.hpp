@@ -11,6 +11,13 @@
 #if defined(_MSC_VER)
 #include <malloc.h>
 #endif
+#if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif
 
 // x86 (32 or 64 bit) with the SIMD intrinsics: GCC, clang and MSVC.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
@@ -29,6 +36,40 @@
 #else
 #define CVZ_UNROLL(n)
 #endif
+
+namespace cvz {
+
+// Two memory habits that change no result but whose worth depends on the core
+// (each measured on both): software prefetches of the next row pass into L2
+// (RowPrefetch) and staging input rows whose vectors would straddle cache
+// lines (the depthwise forward pass with a row stride).  AMD Zen 4: both pay
+// (one core, dwc_stride2 2.6 -> 2.15 ms with the prefetch; read in place it
+// took 1.02-1.23x the staged time).  Intel Xeon (AVX-512): neither (2 threads,
+// dwc_stride2 1.56 -> 0.90 ms read in place, then 0.90 -> 0.83 ms without the
+// prefetch; dwc_k5 and dwi_mobilenet 0.93-0.96x without it).  Other CPUs take
+// Intel's habits: no software prefetch, no extra copies.
+inline bool cpu_is_amd() {
+#if CVZ_X86
+    static const bool amd = [] {
+        unsigned regs[4] = {0, 0, 0, 0};
+#if defined(_MSC_VER)
+        int r[4];
+        __cpuid(r, 0);
+        for (int i = 0; i < 4; ++i) regs[i] = (unsigned)r[i];
+#else
+        __get_cpuid(0, &regs[0], &regs[1], &regs[2], &regs[3]);
+#endif
+        return regs[1] == 0x68747541u && regs[3] == 0x69746e65u && regs[2] == 0x444d4163u;  // "AuthenticAMD"
+    }();
+    return amd;
+#else
+    return false;
+#endif
+}
+inline bool row_prefetch_pays() { return cpu_is_amd(); }
+inline bool split_line_loads_cost() { return cpu_is_amd(); }
+
+}  // namespace cvz
 
 // CVZ_PREFETCH(p): fetch the cache line holding p into L1 ahead of its use (a
 // hint, with no effect on any result; nothing where the compiler has none).
@@ -119,7 +160,7 @@ struct RowPrefetch {
     // of image n_cur; a row index < 0 is no row.
     void add_new_rows(const void* base, int type, const idx* s, idx cols, idx channels, idx n_next, const idx* next,
                       idx k, idx n_cur, const idx* cur, idx j) {
-        if (s[3] != 1) return;  // channels strided: a row is no one range
+        if (s[3] != 1 || !row_prefetch_pays()) return;  // channels strided: a row is no one range
         const idx elem = dtype_bytes(type);
         for (idx a = 0; a < k; ++a) {
             if (next[a] < 0) continue;

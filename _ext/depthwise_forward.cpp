@@ -93,12 +93,12 @@ static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     const bool x_same = (sizeof(T) == 4) ? a->x_type == F32 : a->x_type == F64;
     const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
     // In place only when a vector never reads past the last channel of a pixel.
-    // With a row stride, unaligned rows are staged too: loads that straddle two
-    // cache lines cost more there than copying each row once (in-process A/B on
-    // a Zen 4, 8x112x112x64: 0.81-0.98x the time staged; with stride 1 staging
-    // cost 1.05-1.18x).
+    // With a row stride, unaligned rows are staged too where loads that straddle
+    // two cache lines cost more than copying each row once (split_line_loads_cost:
+    // in-process A/B on a Zen 4, 8x112x112x64: 0.81-0.98x the time staged, with
+    // stride 1 staging cost 1.05-1.18x; on an Intel Xeon staging cost 1.7x).
     a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin &&
-                  (a->sh == 1 || vectors_aligned<T>(a->x, a->x_s, a->V));
+                  (a->sh == 1 || !split_line_loads_cost() || vectors_aligned<T>(a->x, a->x_s, a->V));
     const idx row_bytes = a->W * a->cm_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);

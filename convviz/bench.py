@@ -530,7 +530,10 @@ def measure_peaks(threads: int, seconds: float = 0.1, array_bytes: int | None = 
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The machine's FMA peaks and memory bandwidth on ``threads`` threads, for the
     SIMD variant the kernels run (:func:`convviz._machine.measure`), with the
-    bandwidth roof the table uses (``roof_bandwidth_gbs``, :func:`roof_bandwidth`).
+    bandwidth roof the table uses (``roof_bandwidth_gbs``, :func:`roof_bandwidth`),
+    and whether precision="fast" bfloat16 runs on the dot product here
+    (``bf16_dot_runs``: it is measured wherever the CPU has it, and taken only
+    where it outruns the float32 FMA).
 
     ``seconds`` is the time of each timed run (the whole takes about fifteen
     times that, plus the first touch of the arrays); ``array_bytes`` the size of
@@ -540,6 +543,9 @@ def measure_peaks(threads: int, seconds: float = 0.1, array_bytes: int | None = 
 
     peaks = _machine.measure(threads, seconds=seconds, array_bytes=array_bytes, progress=progress)
     peaks["roof_bandwidth_gbs"] = roof_bandwidth(peaks["bandwidth_gbs"])
+    from ._backends import cpu
+
+    peaks["bf16_dot_runs"] = cpu.bf16_dot_in_use()
     return peaks
 
 
@@ -589,10 +595,17 @@ def roof_bandwidth(bandwidth: dict[str, float]) -> float:
 def peak_gflops(peaks: dict[str, Any], dtype: str, precision: str = "accurate") -> float:
     """The FMA peak that bounds a case of ``dtype``: float64's for float64, else
     float32's (the kernels compute float16 and bfloat16 in float32) -- but, with
-    precision="fast", the bfloat16 dot product's for bfloat16 and the float16
-    FMA's for float16 where they were measured."""
+    precision="fast", the bfloat16 dot product's for bfloat16 where it ran and
+    the float16 FMA's for float16 where it was measured.
+
+    Examples
+    --------
+    >>> peaks = {"fma_gflops": {"float32": 350.0, "float64": 175.0, "bfloat16_dot": 172.0}, "bf16_dot_runs": False}
+    >>> peak_gflops(peaks, "bfloat16", "fast")  # the dot product is slower here: float32 ran
+    350.0
+    """
     fma = peaks["fma_gflops"]
-    if dtype == "bfloat16" and precision == "fast" and "bfloat16_dot" in fma:
+    if dtype == "bfloat16" and precision == "fast" and "bfloat16_dot" in fma and peaks.get("bf16_dot_runs", True):
         return float(fma["bfloat16_dot"])
     if dtype == "float16" and precision == "fast" and "float16" in fma:
         return float(fma["float16"])
@@ -760,7 +773,7 @@ def roofline_legend(peaks: dict[str, Any]) -> str:
         f"measured FMA peak ({fma['float32']:.1f} GFLOP/s float32, {fma['float64']:.1f} float64 for the "
         "float64 cases"
         + (f", {fma['bfloat16_dot']:.1f} for the bfloat16 dot product of precision=\"fast\""
-           if "bfloat16_dot" in fma else "")
+           if "bfloat16_dot" in fma and peaks.get("bf16_dot_runs", True) else "")
         + (f", {fma['float16']:.1f} for the float16 FMA of precision=\"fast\" float16"
            if "float16" in fma else "")
         + f"; {peaks['isa']}, {peaks['threads']} threads). *% BW* is GB/s against the copy "
