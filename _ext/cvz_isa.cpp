@@ -72,8 +72,10 @@ bool detect_bf16_dot() {
     return bit(cpuid(7, 1).eax, 5);
 }
 
+#if CVZ_F16_FMA_COMPILED
 // AVX512_FP16 (leaf 7, subleaf 0, EDX bit 23), on top of usable AVX-512.
 bool detect_f16_fma() { return detect() == ISA_AVX512 && bit(cpuid(7, 0).edx, 23); }
+#endif
 
 }  // namespace
 #endif  // CVZ_X86

@@ -20,8 +20,10 @@ int isa_best();
 // runs AVX-512 code: what precision="fast" uses for bfloat16 input gradients.
 bool cpu_has_bf16_dot();
 
-// Whether this compiler builds AVX512_FP16 code (GCC 12, clang 14 and later).
-#if CVZ_X86 && ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+// Whether this compiler builds AVX512_FP16 code under a target attribute (GCC 12
+// and later; clang 16 and later: clang 14 declares the float16 vector types
+// only when the whole file is compiled for AVX512_FP16).
+#if CVZ_X86 && ((defined(__clang__) && __clang_major__ >= 16) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
 #define CVZ_F16_FMA_COMPILED 1
 #else
 #define CVZ_F16_FMA_COMPILED 0
