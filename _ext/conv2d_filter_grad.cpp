@@ -34,6 +34,10 @@ struct Conv2dFilterGradArgs : ConvDims {
     // (n_tiles tiles of tile_elems elements of the compute type, zeroed).
     idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems;
     idx block_vectors;  // vectors of output channels per tile: 2, or 4 for a few input channels
+    // kw_merged: a kernel row's taps are one run of KW * cin_g reduction rows
+    // (kw, ci), tiled MR rows at a time (ci_tiles counts those tiles per kernel
+    // row); see conv2d_filter_grad_prepare.
+    int kw_merged;
     void* acc;
 };
 
@@ -102,23 +106,31 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->V = Simd<T>::V;
     a->cout_g_pad = round_up(a->cout_g, a->V);
     a->mr = FG_MR;
-    a->ci_tiles = (a->cin_g + FG_MR - 1) / FG_MR;
-    // A group with at most MR/4 input channels (a network's stem) fills MR/4-row
-    // tiles: 4 vectors of output channels then keep the FMA units busy per load.
-    a->block_vectors = a->cin_g <= (FG_MR + 3) / 4 && a->cout_g_pad >= 4 * a->V ? 4 : 2;
+    // A group with at most MR/4 input channels (a network's stem) would fill only
+    // MR/4-row tiles per tap.  Without groups and dilation, a kernel row's taps
+    // read KW consecutive input pixels, (kw, ci) runs of KW * cin_g values: one
+    // tap of that many reduction rows fills whole tiles (bpf_stem: 21 rows in
+    // tiles of 14 and 7, where 49 taps of 3 rows took 4-row tiles).
+    a->kw_merged = a->G == 1 && a->dw == 1 && a->KW > 1 && a->cin_g <= (FG_MR + 3) / 4;
+    const idx rows = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
+    a->ci_tiles = (rows + FG_MR - 1) / FG_MR;
+    // Otherwise such a group fills MR/4-row tiles: 4 vectors of output channels
+    // then keep the FMA units busy per load.
+    a->block_vectors = !a->kw_merged && a->cin_g <= (FG_MR + 3) / 4 && a->cout_g_pad >= 4 * a->V ? 4 : 2;
     a->c_blocks = (a->cout_g_pad / a->V + a->block_vectors - 1) / a->block_vectors;
-    a->n_tiles = a->KH * a->KW * a->G * a->ci_tiles * a->c_blocks;
+    a->n_tiles = a->KH * (a->kw_merged ? 1 : a->KW) * a->G * a->ci_tiles * a->c_blocks;
     a->tile_elems = FG_MR * a->block_vectors * a->V;
-    idx rows = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
-    if (rows < 1) rows = 1;
-    if (rows > 64) rows = 64;
-    a->chunk_rows = rows;
+    idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
+    if (chunk < 1) chunk = 1;
+    if (chunk > 64) chunk = 64;
+    a->chunk_rows = chunk;
     // x rows [chunk_rows][KH][W * Cin] (+ MR elements of slack: a partial tile
     // reads past its group's last channel), dy rows [chunk_rows][OW][G][cout_g_pad],
-    // then the per-row pointer tables.
-    a->scratch_elems = round_up(rows * a->KH * a->W * a->Cin + FG_MR, 16) +
-                       round_up(rows * a->OW * a->G * a->cout_g_pad, 16) +
-                       (idx)((3 * rows * sizeof(void*) + 3 * rows * sizeof(idx)) / sizeof(T)) + 16;
+    // then the per-row tables: a_rows and b_rows (pointers), counts, and ih_of
+    // (KH per row).
+    a->scratch_elems = round_up(chunk * a->KH * a->W * a->Cin + FG_MR, 16) +
+                       round_up(chunk * a->OW * a->G * a->cout_g_pad, 16) +
+                       (idx)((2 * chunk * sizeof(void*) + (1 + a->KH) * chunk * sizeof(idx)) / sizeof(T)) + 16;
 }
 
 // One tile over a chunk: acc (MR x NRV vectors, at `tile`) += the rows' terms.
@@ -176,6 +188,62 @@ static inline idx filter_grad_vectors(const Conv2dFilterGradArgs* a, idx c0) {
     return left < a->block_vectors ? left : a->block_vectors;
 }
 
+// A tile of the grid: its kernel row and column (0 when the row's taps are
+// merged), group, first reduction row (an input channel, or a (kw, ci) run
+// index when merged), how many of its rows are real, and its first output channel.
+struct FilterGradTile {
+    idx kh, kw, g, r0, rows, c0;
+};
+
+template <class T>
+static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, idx tile) {
+    idx rest = tile;
+    const idx cb = rest % a->c_blocks;
+    rest /= a->c_blocks;
+    const idx ct = rest % a->ci_tiles;
+    rest /= a->ci_tiles;
+    const idx g = rest % a->G;
+    const idx tap = rest / a->G;
+    const idx per_row = a->kw_merged ? 1 : a->KW;
+    const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
+    const idx r0 = ct * FG_MR;
+    return {tap / per_row, tap % per_row, g, r0, reduction - r0 < FG_MR ? reduction - r0 : FG_MR,
+            cb * a->block_vectors * Simd<T>::V};
+}
+
+// A merged tile's border pixels of one staged row (x_row: the input row the
+// kernel row reads, dy_row: the output row): the columns outside [lo, hi)
+// that some kernel column of the tile reads, each (pixel, row) pair added only
+// where its input column is real, into the tile's sums in memory.
+template <class T>
+static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, const FilterGradTile& f, idx lo, idx hi,
+                                             const T* x_row, const T* dy_row, idx dy_pixel, idx nrv, T* t) {
+    typedef Simd<T> S;
+    const idx kw_lo = f.r0 / a->cin_g, kw_hi = (f.r0 + f.rows - 1) / a->cin_g;
+    idx first = a->OW, last = 0;
+    for (idx kw = kw_lo; kw <= kw_hi; ++kw) {
+        if (a->ow_first[kw] < first) first = a->ow_first[kw];
+        if (a->ow_last[kw] > last) last = a->ow_last[kw];
+    }
+    for (idx ow = first; ow < last; ++ow) {
+        if (ow >= lo && ow < hi) {
+            ow = hi - 1;  // the interior went through the tile
+            continue;
+        }
+        const T* x = x_row + (ow * a->sw - a->pl) * a->Cin + f.r0;
+        const T* dy = dy_row + ow * dy_pixel + f.c0;
+        for (idx p = 0; p < f.rows; ++p) {
+            const idx kw = (f.r0 + p) / a->cin_g;
+            if (ow < a->ow_first[kw] || ow >= a->ow_last[kw]) continue;
+            const typename S::vec xv = S::set1(x[p]);
+            for (idx q = 0; q < nrv; ++q) {
+                T* sum = t + (p * nrv + q) * S::V;
+                S::store(sum, S::fma(xv, S::load(dy + q * S::V), S::load(sum)));
+            }
+        }
+    }
+}
+
 template <class T>
 static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
     typedef Simd<T> S;
@@ -211,58 +279,58 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         }
         // Every tile of this unit adds the chunk.
         for (idx tile = tile_begin; tile < tile_end; ++tile) {
-            idx rest = tile;
-            const idx cb = rest % a->c_blocks;
-            rest /= a->c_blocks;
-            const idx ct = rest % a->ci_tiles;
-            rest /= a->ci_tiles;
-            const idx g = rest % a->G;
-            const idx tap = rest / a->G;
-            const idx kh = tap / a->KW, kw = tap % a->KW;
-            const idx ci0 = ct * FG_MR, c0 = cb * a->block_vectors * S::V;
-            const idx lo = a->ow_first[kw], hi = a->ow_last[kw];
+            const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
+            // The output columns every tap of the tile reads a real input column for.
+            idx lo = a->ow_first[f.kw], hi = a->ow_last[f.kw], x_offset = f.kw * a->dw * a->Cin + f.g * a->cin_g;
+            if (a->kw_merged) {
+                lo = 0, hi = a->OW, x_offset = 0;
+                for (idx kw = f.r0 / a->cin_g; kw <= (f.r0 + f.rows - 1) / a->cin_g; ++kw) {
+                    if (a->ow_first[kw] > lo) lo = a->ow_first[kw];
+                    if (a->ow_last[kw] < hi) hi = a->ow_last[kw];
+                }
+            }
             idx used = 0;
             for (idx r = 0; r < n_rows; ++r) {
-                if (ih_of[r * a->KH + kh] < 0 || hi <= lo) continue;
-                a_rows[used] = x_stage + (r * a->KH + kh) * x_row + (lo * a->sw - a->pl + kw * a->dw) * a->Cin +
-                               g * a->cin_g + ci0;
-                b_rows[used] = dy_stage + r * dy_row + lo * dy_pixel + g * a->cout_g_pad + c0;
+                if (ih_of[r * a->KH + f.kh] < 0 || hi <= lo) continue;
+                a_rows[used] = x_stage + (r * a->KH + f.kh) * x_row + (lo * a->sw - a->pl) * a->Cin + x_offset + f.r0;
+                b_rows[used] = dy_stage + r * dy_row + lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
                 counts[used] = hi - lo;
                 ++used;
             }
-            if (used == 0) continue;
-            const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
             T* t = acc + tile * a->tile_elems;
-            switch (filter_grad_vectors(a, c0)) {
-                case 4: filter_grad_tile_for<T, 4>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                case 3: filter_grad_tile_for<T, 3>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                case 2: filter_grad_tile_for<T, 2>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                default: filter_grad_tile_for<T, 1>(rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+            const idx nrv = filter_grad_vectors(a, f.c0);
+            if (used > 0) {
+                switch (nrv) {
+                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
+                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+                }
             }
+            if (a->kw_merged)  // then the columns where only some of the tile's taps are real
+                for (idx r = 0; r < n_rows; ++r)
+                    if (ih_of[r * a->KH + f.kh] >= 0)
+                        filter_grad_merged_border<T>(a, f, lo, hi, x_stage + (r * a->KH + f.kh) * x_row,
+                                                     dy_stage + r * dy_row, dy_pixel, nrv, t);
         }
     }
 
     // Store this unit's tiles into the filter gradient (HWIO, the result's dtype).
     for (idx tile = tile_begin; tile < tile_end; ++tile) {
-        idx rest = tile;
-        const idx cb = rest % a->c_blocks;
-        rest /= a->c_blocks;
-        const idx ct = rest % a->ci_tiles;
-        rest /= a->ci_tiles;
-        const idx g = rest % a->G;
-        const idx tap = rest / a->G;
-        const idx kh = tap / a->KW, kw = tap % a->KW;
-        const idx ci0 = ct * FG_MR, c0 = cb * a->block_vectors * S::V;
-        const idx nrv = filter_grad_vectors(a, c0);
-        const idx rows = a->cin_g - ci0 < FG_MR ? a->cin_g - ci0 : FG_MR;
-        const idx cols = a->cout_g - c0 < nrv * S::V ? a->cout_g - c0 : nrv * S::V;
+        const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
+        const idx nrv = filter_grad_vectors(a, f.c0);
+        const idx cols = a->cout_g - f.c0 < nrv * S::V ? a->cout_g - f.c0 : nrv * S::V;
         const T* t = acc + tile * a->tile_elems;
-        for (idx p = 0; p < rows; ++p)
+        for (idx p = 0; p < f.rows; ++p) {
+            // Reduction row r0 + p: input channel ci of tap kw (merged: the run's (kw, ci)).
+            const idx kw = a->kw_merged ? (f.r0 + p) / a->cin_g : f.kw;
+            const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
             for (idx c = 0; c < cols; ++c)
                 store_as<T>(a->out, a->out_type,
-                            kh * a->out_s[0] + kw * a->out_s[1] + (ci0 + p) * a->out_s[2] +
-                                (g * a->cout_g + c0 + c) * a->out_s[3],
+                            f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] +
+                                (f.g * a->cout_g + f.c0 + c) * a->out_s[3],
                             t[p * nrv * S::V + c]);
+        }
     }
 }
 

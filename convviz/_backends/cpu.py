@@ -72,8 +72,8 @@ def bf16_dot_pays() -> bool:
         else:
             from .. import _machine
 
-            dot = _machine._fma_peak(1, "avx512", "bfloat16_dot", 0.004, 3)[0]
-            fma = _machine._fma_peak(1, "avx512", "float32", 0.004, 3)[0]
+            dot = _machine.fma_peak_gflops(1, "avx512", "bfloat16_dot", seconds=0.004, repeats=3)
+            fma = _machine.fma_peak_gflops(1, "avx512", "float32", seconds=0.004, repeats=3)
             _bf16_dot_pays = dot >= BF16_DOT_MIN_GAIN * fma
     return _bf16_dot_pays
 
