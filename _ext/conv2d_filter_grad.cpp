@@ -105,18 +105,20 @@ template <class T>
 static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->V = Simd<T>::V;
     a->cout_g_pad = round_up(a->cout_g, a->V);
-    a->mr = FG_MR;
     // A group with at most MR/4 input channels (a network's stem) would fill only
     // MR/4-row tiles per tap.  Without groups and dilation, a kernel row's taps
     // read KW consecutive input pixels, (kw, ci) runs of KW * cin_g values: one
-    // tap of that many reduction rows fills whole tiles (bpf_stem: 21 rows in
-    // tiles of 14 and 7, where 49 taps of 3 rows took 4-row tiles).
+    // tap of that many reduction rows fills whole tiles, of MR/2 rows by 4
+    // vectors of output channels (bpf_stem: 21 rows in three tiles of 7 by 64
+    // channels, where 49 taps of 3 rows took 4-row tiles).
     a->kw_merged = a->G == 1 && a->dw == 1 && a->KW > 1 && a->cin_g <= (FG_MR + 3) / 4;
+    const bool wide = a->cout_g_pad >= 4 * a->V;
+    a->mr = a->kw_merged && wide ? (FG_MR + 1) / 2 : FG_MR;
     const idx rows = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
-    a->ci_tiles = (rows + FG_MR - 1) / FG_MR;
+    a->ci_tiles = (rows + a->mr - 1) / a->mr;
     // Otherwise such a group fills MR/4-row tiles: 4 vectors of output channels
     // then keep the FMA units busy per load.
-    a->block_vectors = !a->kw_merged && a->cin_g <= (FG_MR + 3) / 4 && a->cout_g_pad >= 4 * a->V ? 4 : 2;
+    a->block_vectors = wide && a->cin_g <= (FG_MR + 3) / 4 ? 4 : 2;
     a->c_blocks = (a->cout_g_pad / a->V + a->block_vectors - 1) / a->block_vectors;
     a->n_tiles = a->KH * (a->kw_merged ? 1 : a->KW) * a->G * a->ci_tiles * a->c_blocks;
     a->tile_elems = FG_MR * a->block_vectors * a->V;
@@ -206,8 +208,8 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
     const idx tap = rest / a->G;
     const idx per_row = a->kw_merged ? 1 : a->KW;
     const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
-    const idx r0 = ct * FG_MR;
-    return {tap / per_row, tap % per_row, g, r0, reduction - r0 < FG_MR ? reduction - r0 : FG_MR,
+    const idx r0 = ct * a->mr;
+    return {tap / per_row, tap % per_row, g, r0, reduction - r0 < a->mr ? reduction - r0 : a->mr,
             cb * a->block_vectors * Simd<T>::V};
 }
 
