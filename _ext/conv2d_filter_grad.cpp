@@ -38,6 +38,10 @@ struct Conv2dFilterGradArgs : ConvDims {
     // (kw, ci), tiled MR rows at a time (ci_tiles counts those tiles per kernel
     // row); see conv2d_filter_grad_prepare.
     int kw_merged;
+    // x_direct / dy_direct: rows read in place, not staged (the compute type,
+    // plain NHWC, no channel padding; x only where no tile reads past a
+    // pixel's channels).
+    int x_direct, dy_direct;
     void* acc;
 };
 
@@ -122,17 +126,33 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->c_blocks = (a->cout_g_pad / a->V + a->block_vectors - 1) / a->block_vectors;
     a->n_tiles = a->KH * (a->kw_merged ? 1 : a->KW) * a->G * a->ci_tiles * a->c_blocks;
     a->tile_elems = FG_MR * a->block_vectors * a->V;
+    // Rows are read in place where staging would only copy them: the compute
+    // type, pixels of contiguous channels, no channel padding; the input only
+    // where every tile is as tall as its real rows (a taller tile reads past its
+    // last channel, which staging leaves slack for).
+    const bool x_same = sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64;
+    const bool dy_same = sizeof(T) == 4 ? a->dy_type == F32 : a->dy_type == F64;
+    const idx quarter = (FG_MR + 3) / 4, half = (FG_MR + 1) / 2;
+    bool exact_tiles = true;
+    for (idx r0 = 0; r0 < rows; r0 += a->mr) {
+        const idx real = rows - r0 < a->mr ? rows - r0 : a->mr;
+        exact_tiles = exact_tiles && (real == quarter || real == half || real == FG_MR);
+    }
+    a->x_direct = x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
+    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout && a->cout_g_pad == a->cout_g;
     idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
     // x rows [chunk_rows][KH][W * Cin] (+ MR elements of slack: a partial tile
-    // reads past its group's last channel), dy rows [chunk_rows][OW][G][cout_g_pad],
-    // then the per-row tables: a_rows and b_rows (pointers), counts, and ih_of
+    // reads past its group's last channel) unless read in place, dy rows
+    // [chunk_rows][OW][G][cout_g_pad] likewise, then the per-row tables: a_rows,
+    // b_rows, x_rows (KH per row) and dy_rows (pointers), counts, and ih_of
     // (KH per row).
-    a->scratch_elems = round_up(chunk * a->KH * a->W * a->Cin + FG_MR, 16) +
-                       round_up(chunk * a->OW * a->G * a->cout_g_pad, 16) +
-                       (idx)((2 * chunk * sizeof(void*) + (1 + a->KH) * chunk * sizeof(idx)) / sizeof(T)) + 16;
+    a->scratch_elems = round_up(a->x_direct ? 0 : chunk * a->KH * a->W * a->Cin + FG_MR, 16) +
+                       round_up(a->dy_direct ? 0 : chunk * a->OW * a->G * a->cout_g_pad, 16) +
+                       (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
+                       16;
 }
 
 // One tile over a chunk: acc (MR x NRV vectors, at `tile`) += the rows' terms.
@@ -254,29 +274,42 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     const idx rows_total = a->N * a->OH, chunk_rows = a->chunk_rows;
     const idx x_row = a->W * a->Cin, dy_pixel = a->G * a->cout_g_pad, dy_row = a->OW * dy_pixel;
     T* x_stage = (T*)raw;
-    T* dy_stage = x_stage + round_up(chunk_rows * a->KH * x_row + FG_MR, 16);
-    const T** a_rows = (const T**)(dy_stage + round_up(chunk_rows * dy_row, 16));
+    T* dy_stage = x_stage + round_up(a->x_direct ? 0 : chunk_rows * a->KH * x_row + FG_MR, 16);
+    const T** a_rows = (const T**)(dy_stage + round_up(a->dy_direct ? 0 : chunk_rows * dy_row, 16));
     const T** b_rows = a_rows + chunk_rows;
-    idx* counts = (idx*)(b_rows + chunk_rows);
+    const T** x_rows = b_rows + chunk_rows;         // the input row of (chunk row, kh)
+    const T** dy_rows = x_rows + chunk_rows * a->KH;  // the output-gradient row of a chunk row
+    idx* counts = (idx*)(dy_rows + chunk_rows);
     idx* ih_of = counts + chunk_rows;  // input row of (chunk row, kh), -1 when in the padding
     T* acc = (T*)a->acc;
 
     for (idx row0 = 0; row0 < rows_total; row0 += chunk_rows) {
         const idx n_rows = rows_total - row0 < chunk_rows ? rows_total - row0 : chunk_rows;
-        // Stage the chunk: dy rows, and for each (row, kh) the input row it reads.
+        // The chunk's dy rows, and for each (row, kh) the input row it reads:
+        // staged, or in place.
         for (idx r = 0; r < n_rows; ++r) {
             const idx n = (row0 + r) / a->OH, oh = (row0 + r) % a->OH;
-            for (idx g = 0; g < a->G; ++g)
-                gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy, a->dy_type,
-                               n * a->dy_s[0] + oh * a->dy_s[1] + g * a->cout_g * a->dy_s[3], a->OW, a->dy_s[2],
-                               a->cout_g, a->dy_s[3]);
+            if (a->dy_direct) {
+                dy_rows[r] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+            } else {
+                for (idx g = 0; g < a->G; ++g)
+                    gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy, a->dy_type,
+                                   n * a->dy_s[0] + oh * a->dy_s[1] + g * a->cout_g * a->dy_s[3], a->OW,
+                                   a->dy_s[2], a->cout_g, a->dy_s[3]);
+                dy_rows[r] = dy_stage + r * dy_row;
+            }
             for (idx kh = 0; kh < a->KH; ++kh) {
                 const idx ih = oh * a->sh - a->pt + kh * a->dh;
                 const bool real = ih >= 0 && ih < a->H;
                 ih_of[r * a->KH + kh] = real ? ih : -1;
-                if (real)
+                if (!real) continue;
+                if (a->x_direct) {
+                    x_rows[r * a->KH + kh] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+                } else {
                     gather_rows<T>(x_stage + (r * a->KH + kh) * x_row, a->Cin, a->x, a->x_type,
                                    n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2], a->Cin, a->x_s[3]);
+                    x_rows[r * a->KH + kh] = x_stage + (r * a->KH + kh) * x_row;
+                }
             }
         }
         // Every tile of this unit adds the chunk.
@@ -294,8 +327,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             idx used = 0;
             for (idx r = 0; r < n_rows; ++r) {
                 if (ih_of[r * a->KH + f.kh] < 0 || hi <= lo) continue;
-                a_rows[used] = x_stage + (r * a->KH + f.kh) * x_row + (lo * a->sw - a->pl) * a->Cin + x_offset + f.r0;
-                b_rows[used] = dy_stage + r * dy_row + lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
+                a_rows[used] = x_rows[r * a->KH + f.kh] + (lo * a->sw - a->pl) * a->Cin + x_offset + f.r0;
+                b_rows[used] = dy_rows[r] + lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
                 counts[used] = hi - lo;
                 ++used;
             }
@@ -312,8 +345,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
                 for (idx r = 0; r < n_rows; ++r)
                     if (ih_of[r * a->KH + f.kh] >= 0)
-                        filter_grad_merged_border<T>(a, f, lo, hi, x_stage + (r * a->KH + f.kh) * x_row,
-                                                     dy_stage + r * dy_row, dy_pixel, nrv, t);
+                        filter_grad_merged_border<T>(a, f, lo, hi, x_rows[r * a->KH + f.kh], dy_rows[r], dy_pixel,
+                                                     nrv, t);
         }
     }
 
