@@ -25,9 +25,12 @@ struct Conv2dForwardArgs : ConvDims {
     // padded to it, the zero-padded input row buffer's width in pixels, the
     // output columns [ow_lo, ow_hi) whose taps all read real input columns,
     // whether tiles store straight into y, the per-thread scratch size.  The
-    // caller allocates `packed` ([KH][KW][G][cin_g][cout_g_pad] of the compute
-    // type); pack() fills it and sets exact_edges when a weight is NaN or infinite.
+    // caller allocates `packed` (packed_elems of the compute type, see
+    // conv2d_forward_pack); pack() fills it and sets exact_edges when a weight
+    // is NaN or infinite.  b_pitch: the packed filter's row stride.
     idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems;
+    idx packed_elems, b_pitch;
+    int block_major;
     int direct, exact_edges;
     void* packed;
     // Channel blocks (2 vectors of a group's output channels; the last may be 1)
@@ -181,6 +184,15 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->ow_lo = lo;
     a->ow_hi = hi;
     a->blocks_per_group = (a->cout_g_pad / a->V + 1) / 2;
+    // Wide filters are packed block by block: a tile reads one filter row of its
+    // 2-vector block per reduction step, and in [..][cin_g][cout_g_pad] order
+    // those rows lie a whole filter width apart (2 KiB for 512 channels), each
+    // in a new cache line and, past two, a new page for the prefetcher; block by
+    // block they are consecutive.
+    a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024;
+    a->b_pitch = a->block_major ? 2 * a->V : a->cout_g_pad;
+    a->packed_elems = a->block_major ? a->G * a->blocks_per_group * a->KH * a->KW * a->cin_g * 2 * a->V
+                                     : a->KH * a->KW * a->G * a->cin_g * a->cout_g_pad;
     // By channel blocks when the filter outweighs a batch of input: rows would
     // stream the whole filter through the cache once per output row.
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
@@ -193,25 +205,37 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
                        (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
-// Pack the HWIO filter as [KH][KW][G][cin_g][cout_g_pad] in the compute type,
-// zero in the padding channels, so a tile reads contiguous output channels.
-// Notes whether any weight is NaN or infinite (then the border columns go exact).
+// The packed filter of tap (kh, kw), group g, from output channel c0 of the group
+// (c0 a multiple of 2 vectors when packed block by block).
+template <class T>
+static inline const T* conv2d_forward_packed(const Conv2dForwardArgs* a, idx kh, idx kw, idx g, idx c0) {
+    if (a->block_major)
+        return (const T*)a->packed +
+               ((g * a->blocks_per_group + c0 / (2 * a->V)) * a->KH * a->KW + kh * a->KW + kw) * a->cin_g * a->b_pitch;
+    return (const T*)a->packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad + c0;
+}
+
+// Pack the HWIO filter in the compute type, zero in the padding channels, so a
+// tile reads contiguous output channels: [KH][KW][G][cin_g][cout_g_pad], or
+// block by block ([G][block][KH][KW][cin_g][2 vectors], block_major).  Notes
+// whether any weight is NaN or infinite (then the border columns go exact).
 template <class T>
 static void conv2d_forward_pack(Conv2dForwardArgs* a) {
-    T* packed = (T*)a->packed;
-    const idx part = a->cin_g * a->cout_g_pad;
+    const idx width = a->block_major ? 2 * a->V : a->cout_g_pad;
     bool nonfinite = false;
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw)
-            for (idx g = 0; g < a->G; ++g) {  // cin_g rows of cout_g channels, converted as runs
-                T* dst = packed + ((kh * a->KW + kw) * a->G + g) * part;
-                gather_rows<T>(dst, a->cout_g_pad, a->w, a->w_type,
-                               kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3], a->cin_g, a->w_s[2],
-                               a->cout_g, a->w_s[3]);
-                // Checked while the part is still in cache (a wide filter is read once, not twice).
-                // The padding channels are zero (the buffer comes zeroed).
-                for (idx i = 0; i < part; ++i) nonfinite |= nonfinite_bits(dst[i]);
-            }
+            for (idx g = 0; g < a->G; ++g)
+                for (idx c0 = 0; c0 < a->cout_g; c0 += width) {  // cin_g rows of a run of channels
+                    T* dst = (T*)conv2d_forward_packed<T>(a, kh, kw, g, a->block_major ? c0 : 0);
+                    const idx count = a->cout_g - c0 < width ? a->cout_g - c0 : width;
+                    gather_rows<T>(dst, a->b_pitch, a->w, a->w_type,
+                                   kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3], a->cin_g,
+                                   a->w_s[2], count, a->w_s[3]);
+                    // Checked while the part is still in cache (a wide filter is read once, not
+                    // twice).  The padding channels are zero (the buffer comes zeroed).
+                    for (idx i = 0; i < a->cin_g * a->b_pitch; ++i) nonfinite |= nonfinite_bits(dst[i]);
+                }
     a->exact_edges = nonfinite;
 }
 
@@ -234,7 +258,7 @@ CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const 
             const T* b = s.tap_b[t];
             for (idx k = 0; k < a->cin_g; ++k) {
                 const vec av = S::set1(x[k]);
-                for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + k * a->cout_g_pad + q * S::V), acc[q]);
+                for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + k * a->b_pitch + q * S::V), acc[q]);
             }
         }
         for (int q = 0; q < NRV; ++q) S::store(out + ow * out_pixel + q * S::V, acc[q]);
@@ -255,7 +279,7 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
     const idx step = a->sw * pitch;
     exact_tiles<MR>(begin, end, [&](auto shape, idx ow) {
         for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * step;
-        gemm_tile<T, decltype(shape)::value, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->cout_g_pad,
+        gemm_tile<T, decltype(shape)::value, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->b_pitch,
                                                   out + ow * out_pixel, out_pixel, decltype(shape)::value, resume);
     });
     if (exact) {
@@ -348,11 +372,6 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
     return n_taps;
 }
 
-// The packed filter of tap (kh, kw), group g, from output channel c0 of the group.
-template <class T>
-static inline const T* conv2d_forward_packed(const Conv2dForwardArgs* a, idx kh, idx kw, idx g, idx c0) {
-    return (const T*)a->packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad + c0;
-}
 
 // The tiles of one channel block of nrv vectors (2, or 1 for a group's last odd
 // vector), over s.tap_a / s.tap_b.
@@ -473,7 +492,7 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
                 while (t < n_taps && (merge ? s.tap_kh[t] : s.tap_kh[t] * a->KW + s.tap_kw[t]) != position) ++t;
                 if (t == n_taps) continue;
                 s.tap_a[0] = s.tap_base[t] + g * a->cin_g + k0;
-                s.tap_b[0] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0) + k0 * a->cout_g_pad;
+                s.tap_b[0] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0) + k0 * a->b_pitch;
                 conv2d_forward_block_tiles<T>(a, s, 1, kn, nrv, out + g * out_group + c0, out_pixel, t > 0 || k0 > 0);
             }
         }

@@ -47,6 +47,7 @@ cdef extern from * namespace "cvz" nogil:
         int y_type
         idx y_s[4]
         idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems
+        idx packed_elems, b_pitch
         int direct, exact_edges
         void* packed
         idx blocks_per_group
@@ -100,7 +101,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef idx units = a.G * a.blocks_per_group if a.by_block else a.N * a.OH
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
-    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.G * a.cin_g * a.cout_g_pad) * elem
+    cdef size_t packed_bytes = <size_t>a.packed_elems * elem
     cdef size_t staged_bytes = <size_t>a.staged_elems * elem
     cdef Py_ssize_t used = packed_bytes + staged_bytes
     try:
