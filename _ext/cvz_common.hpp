@@ -132,18 +132,51 @@ static inline bool vectors_aligned(const void* p, const idx* s, idx V) {
     return (std::uintptr_t)p % (V * sizeof(T)) == 0 && s[0] % V == 0 && s[1] % V == 0 && s[2] % V == 0;
 }
 
+// The last-level cache's size in bytes as cpuid describes it (Intel leaf 4,
+// AMD leaf 0x8000001D: the largest data or unified cache), 0 when unknown.
+inline idx cpu_llc_bytes() {
+#if CVZ_X86 && !defined(_MSC_VER)
+    static const idx bytes = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(0, &a, &b, &c, &d)) return idx(0);
+        const bool amd = b == 0x68747541u;
+        const unsigned leaf = amd ? 0x8000001Du : 4u;
+        if (amd ? (unsigned)__get_cpuid_max(0x80000000u, nullptr) < leaf : a < leaf) return idx(0);
+        idx best = 0;
+        for (unsigned i = 0; i < 16; ++i) {
+            __cpuid_count(leaf, i, a, b, c, d);
+            const unsigned type = a & 31u;  // 0: no more caches; 1 data, 2 instruction, 3 unified
+            if (type == 0) break;
+            if (type == 2) continue;
+            const idx size = (idx)(((b >> 22) & 0x3ffu) + 1) * (((b >> 12) & 0x3ffu) + 1) * ((b & 0xfffu) + 1) * (c + 1);
+            if (size > best) best = size;
+        }
+        return best;
+    }();
+    return bytes;
+#else
+    return 0;
+#endif
+}
+
 // Whether a kernel storing such vectors (s[3] == 1), `rows` rows of s[1]
 // elements in all, may use streaming stores: every vector aligned and a whole
-// cache line, and the result at least STREAM_MIN_BYTES.  The depthwise kernels
-// store a tile's pixels one channel vector at a time, so a narrower vector
-// leaves a line half written until a later pass: an Intel Xeon then flushes
-// partial lines from its write-combining buffers (AVX2 kernels, 2 threads:
-// dwc_mobilenet 4.0 ms streamed, dwi_mobilenet 4.1 ms, against 0.8-0.9 ms
-// with AVX-512's full-line vectors).
+// cache line, and the result too big to stay in the last-level cache with the
+// call's inputs: at least STREAM_MIN_BYTES and a quarter of that cache.  The
+// depthwise kernels store a tile's pixels one channel vector at a time, so a
+// narrower vector leaves a line half written until a later pass: an Intel Xeon
+// then flushes partial lines from its write-combining buffers (AVX2 kernels, 2
+// threads: dwc_mobilenet 4.0 ms streamed, dwi_mobilenet 4.1 ms, against
+// 0.8-0.9 ms with AVX-512's full-line vectors).  And a result that fits the
+// cache is better left there for whoever reads it next (the same Xeon, 260 MiB
+// L3, 12.8 MB results: dwc_mobilenet 0.90 -> 0.66 ms, dwi_mobilenet 0.86 ->
+// 0.72 ms, dwi_stride2 1.3-1.5 -> 1.07-1.17 ms unstreamed; a Zen 4's 32 MiB
+// L3 keeps the 8 MB threshold).
 template <class T>
 static inline bool streamable(const void* out, const idx* s, idx rows, idx V) {
-    return vectors_aligned<T>(out, s, V) && V * (idx)sizeof(T) >= 64 && s[3] == 1 &&
-           rows * s[1] * (idx)sizeof(T) >= STREAM_MIN_BYTES;
+    const idx bytes = rows * s[1] * (idx)sizeof(T);
+    return vectors_aligned<T>(out, s, V) && V * (idx)sizeof(T) >= 64 && s[3] == 1 && bytes >= STREAM_MIN_BYTES &&
+           bytes >= cpu_llc_bytes() / 4;
 }
 
 // Element types as the Python side names them (see convviz/_backends/cpu.py).
