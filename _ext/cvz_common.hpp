@@ -41,12 +41,14 @@ namespace cvz {
 
 // Two memory habits that change no result but whose worth depends on the core
 // (each measured on both): software prefetches of the next row pass into L2
-// (RowPrefetch) and staging input rows whose vectors would straddle cache
-// lines (the depthwise forward pass with a row stride).  AMD Zen 4: both pay
+// (RowPrefetch) and of the depthwise filter gradient's next tile into L1, and
+// staging input rows whose vectors would straddle cache lines (the depthwise
+// forward pass with a row stride).  AMD Zen 4: both pay
 // (one core, dwc_stride2 2.6 -> 2.15 ms with the prefetch; read in place it
 // took 1.02-1.23x the staged time).  Intel Xeon (AVX-512): neither (2 threads,
 // dwc_stride2 1.56 -> 0.90 ms read in place, then 0.90 -> 0.83 ms without the
-// prefetch; dwc_k5 and dwi_mobilenet 0.93-0.96x without it).  Other CPUs take
+// prefetch; dwc_k5 and dwi_mobilenet 0.93-0.96x without it; dwf_mobilenet 0.42-0.44
+// -> 0.34-0.37 ms without the L1 prefetch).  Other CPUs take
 // Intel's habits: no software prefetch, no extra copies.
 inline bool cpu_is_amd() {
 #if CVZ_X86

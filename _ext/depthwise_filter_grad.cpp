@@ -218,9 +218,9 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     const idx pixel_bytes = cm_pad * (idx)sizeof(T);
     for (idx c0 = 0; c0 < OW; c0 += chunk) {
         const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
-        if (chunk < OW) {
+        if (chunk < OW && row_prefetch_pays()) {
             // Tiles cross the row's pixels a few cache lines at a time, which the
-            // hardware prefetchers miss: fetch the next tile's dy pixels and the
+            // hardware prefetchers miss (on AMD; see row_prefetch_pays): fetch the next tile's dy pixels and the
             // pixels of the input row that no earlier output row read (the last
             // kernel row's) ahead, while this tile computes.
             const idx p0 = c1, p1 = p0 + chunk < OW ? p0 + chunk : OW;
