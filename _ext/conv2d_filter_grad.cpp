@@ -212,9 +212,12 @@ static inline idx filter_grad_vectors(const Conv2dFilterGradArgs* a, idx c0) {
 
 // A tile of the grid: its kernel row and column (0 when the row's taps are
 // merged), group, first reduction row (an input channel, or a (kw, ci) run
-// index when merged), how many of its rows are real, and its first output channel.
+// index when merged), how many of its rows are real, its first output channel,
+// where its rows start in a staged input pixel (x_offset), and its output
+// columns: [lo, hi) where every tap of the tile reads a real input column,
+// [first, last) where some tap does (the same unless merged).
 struct FilterGradTile {
-    idx kh, kw, g, r0, rows, c0;
+    idx kh, kw, g, r0, rows, c0, x_offset, lo, hi, first, last;
 };
 
 template <class T>
@@ -228,28 +231,35 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
     const idx tap = rest / a->G;
     const idx per_row = a->kw_merged ? 1 : a->KW;
     const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
-    const idx r0 = ct * a->mr;
-    return {tap / per_row, tap % per_row, g, r0, reduction - r0 < a->mr ? reduction - r0 : a->mr,
-            cb * a->block_vectors * Simd<T>::V};
+    FilterGradTile f;
+    f.kh = tap / per_row, f.kw = tap % per_row, f.g = g, f.r0 = ct * a->mr;
+    f.rows = reduction - f.r0 < a->mr ? reduction - f.r0 : a->mr;
+    f.c0 = cb * a->block_vectors * Simd<T>::V;
+    f.x_offset = a->kw_merged ? 0 : f.kw * a->dw * a->Cin + f.g * a->cin_g;
+    f.lo = f.first = a->ow_first[f.kw], f.hi = f.last = a->ow_last[f.kw];
+    if (a->kw_merged) {  // the taps of kernel columns r0 / cin_g .. (r0 + rows - 1) / cin_g
+        f.lo = f.last = 0, f.hi = f.first = a->OW;
+        for (idx kw = f.r0 / a->cin_g; kw <= (f.r0 + f.rows - 1) / a->cin_g; ++kw) {
+            if (a->ow_first[kw] > f.lo) f.lo = a->ow_first[kw];
+            if (a->ow_last[kw] < f.hi) f.hi = a->ow_last[kw];
+            if (a->ow_first[kw] < f.first) f.first = a->ow_first[kw];
+            if (a->ow_last[kw] > f.last) f.last = a->ow_last[kw];
+        }
+    }
+    return f;
 }
 
 // A merged tile's border pixels of one staged row (x_row: the input row the
-// kernel row reads, dy_row: the output row): the columns outside [lo, hi)
-// that some kernel column of the tile reads, each (pixel, row) pair added only
-// where its input column is real, into the tile's sums in memory.
+// kernel row reads, dy_row: the output row): the columns in [first, last) but
+// outside [lo, hi), each (pixel, row) pair added only where its input column
+// is real, into the tile's sums in memory.
 template <class T>
-static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, const FilterGradTile& f, idx lo, idx hi,
-                                             const T* x_row, const T* dy_row, idx dy_pixel, idx nrv, T* t) {
+static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, const FilterGradTile& f, const T* x_row,
+                                             const T* dy_row, idx dy_pixel, idx nrv, T* t) {
     typedef Simd<T> S;
-    const idx kw_lo = f.r0 / a->cin_g, kw_hi = (f.r0 + f.rows - 1) / a->cin_g;
-    idx first = a->OW, last = 0;
-    for (idx kw = kw_lo; kw <= kw_hi; ++kw) {
-        if (a->ow_first[kw] < first) first = a->ow_first[kw];
-        if (a->ow_last[kw] > last) last = a->ow_last[kw];
-    }
-    for (idx ow = first; ow < last; ++ow) {
-        if (ow >= lo && ow < hi) {
-            ow = hi - 1;  // the interior went through the tile
+    for (idx ow = f.first; ow < f.last; ++ow) {
+        if (ow >= f.lo && ow < f.hi) {
+            ow = f.hi - 1;  // the interior went through the tile
             continue;
         }
         const T* x = x_row + (ow * a->sw - a->pl) * a->Cin + f.r0;
@@ -315,21 +325,12 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         // Every tile of this unit adds the chunk.
         for (idx tile = tile_begin; tile < tile_end; ++tile) {
             const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
-            // The output columns every tap of the tile reads a real input column for.
-            idx lo = a->ow_first[f.kw], hi = a->ow_last[f.kw], x_offset = f.kw * a->dw * a->Cin + f.g * a->cin_g;
-            if (a->kw_merged) {
-                lo = 0, hi = a->OW, x_offset = 0;
-                for (idx kw = f.r0 / a->cin_g; kw <= (f.r0 + f.rows - 1) / a->cin_g; ++kw) {
-                    if (a->ow_first[kw] > lo) lo = a->ow_first[kw];
-                    if (a->ow_last[kw] < hi) hi = a->ow_last[kw];
-                }
-            }
             idx used = 0;
             for (idx r = 0; r < n_rows; ++r) {
-                if (ih_of[r * a->KH + f.kh] < 0 || hi <= lo) continue;
-                a_rows[used] = x_rows[r * a->KH + f.kh] + (lo * a->sw - a->pl) * a->Cin + x_offset + f.r0;
-                b_rows[used] = dy_rows[r] + lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
-                counts[used] = hi - lo;
+                if (ih_of[r * a->KH + f.kh] < 0 || f.hi <= f.lo) continue;
+                a_rows[used] = x_rows[r * a->KH + f.kh] + (f.lo * a->sw - a->pl) * a->Cin + f.x_offset + f.r0;
+                b_rows[used] = dy_rows[r] + f.lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
+                counts[used] = f.hi - f.lo;
                 ++used;
             }
             T* t = acc + tile * a->tile_elems;
@@ -345,8 +346,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
                 for (idx r = 0; r < n_rows; ++r)
                     if (ih_of[r * a->KH + f.kh] >= 0)
-                        filter_grad_merged_border<T>(a, f, lo, hi, x_rows[r * a->KH + f.kh], dy_rows[r], dy_pixel,
-                                                     nrv, t);
+                        filter_grad_merged_border<T>(a, f, x_rows[r * a->KH + f.kh], dy_rows[r], dy_pixel, nrv, t);
         }
     }
 

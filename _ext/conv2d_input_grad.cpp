@@ -209,6 +209,21 @@ static inline void fast_channel_blocks(const Conv2dInputGradArgs* a, const U* pa
     }
 }
 
+// Whether no weight of the half-type filter is Inf or NaN (all exponent bits set,
+// exponent_mask: 0x7f80 bfloat16, 0x7c00 float16): the fast paths stand zeros
+// for the absent edge pairs, and 0 * Inf would be NaN.
+static inline bool fast_filter_finite(const Conv2dInputGradArgs* a, std::uint16_t exponent_mask) {
+    const std::uint16_t* w = (const std::uint16_t*)a->w;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw)
+            for (idx ci = 0; ci < a->cin_g; ++ci)
+                for (idx co = 0; co < a->Cout; ++co)
+                    if ((w[kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + co * a->w_s[3]] & exponent_mask) ==
+                        exponent_mask)
+                        return false;
+    return true;
+}
+
 // The float32 output row into dx row `base` (its type, its strides).
 static inline void fast_scatter(const Conv2dInputGradArgs* a, idx base, const float* out_row) {
     const idx out_pixel = a->G * a->cin_g_pad;
@@ -247,15 +262,7 @@ constexpr int MR2 = 12, MR1 = 24;  // pixels per tile of 2 and of 1 vectors of i
 // Only bfloat16 everywhere, with a finite filter: zeros stand for the absent
 // (output cell, tap) pairs at the edges, and 0 * inf would be NaN.
 static bool applies(const Conv2dInputGradArgs* a) {
-    if (a->dy_type != BF16 || a->w_type != BF16 || a->dx_type != BF16) return false;
-    const std::uint16_t* w = (const std::uint16_t*)a->w;
-    for (idx kh = 0; kh < a->KH; ++kh)
-        for (idx kw = 0; kw < a->KW; ++kw)
-            for (idx ci = 0; ci < a->cin_g; ++ci)
-                for (idx co = 0; co < a->Cout; ++co)
-                    if ((w[kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + co * a->w_s[3]] & 0x7f80u) == 0x7f80u)
-                        return false;
-    return true;
+    return a->dy_type == BF16 && a->w_type == BF16 && a->dx_type == BF16 && fast_filter_finite(a, 0x7f80u);
 }
 
 // Per-thread scratch: staged dy rows (KH cache slots), the float32 output row,
@@ -545,15 +552,8 @@ constexpr int SCALE_EXP = 5;  // operands scaled to a largest magnitude in [2^4,
 // float16 everywhere, a finite filter, and a wide block of input channels (with
 // fewer than 32 per group the 16-lane float16 FMA does no more than float32's).
 static bool applies(const Conv2dInputGradArgs* a) {
-    if (a->dy_type != F16 || a->w_type != F16 || a->dx_type != F16 || a->cin_g < 32) return false;
-    const half* w = (const half*)a->w;
-    for (idx kh = 0; kh < a->KH; ++kh)
-        for (idx kw = 0; kw < a->KW; ++kw)
-            for (idx ci = 0; ci < a->cin_g; ++ci)
-                for (idx co = 0; co < a->Cout; ++co)
-                    if ((w[kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + co * a->w_s[3]] & 0x7c00u) == 0x7c00u)
-                        return false;
-    return true;
+    return a->dy_type == F16 && a->w_type == F16 && a->dx_type == F16 && a->cin_g >= 32 &&
+           fast_filter_finite(a, 0x7c00u);
 }
 
 // The exponent s that puts a largest magnitude `largest` (a float16's bits,

@@ -139,11 +139,10 @@ static inline bool vectors_aligned(const void* p, const idx* s, idx V) {
 inline idx cpu_llc_bytes() {
 #if CVZ_X86 && !defined(_MSC_VER)
     static const idx bytes = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid(0, &a, &b, &c, &d)) return idx(0);
-        const bool amd = b == 0x68747541u;
+        const bool amd = cpu_is_amd();
         const unsigned leaf = amd ? 0x8000001Du : 4u;
-        if (amd ? (unsigned)__get_cpuid_max(0x80000000u, nullptr) < leaf : a < leaf) return idx(0);
+        if ((unsigned)__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) return idx(0);
+        unsigned a = 0, b = 0, c = 0, d = 0;
         idx best = 0;
         for (unsigned i = 0; i < 16; ++i) {
             __cpuid_count(leaf, i, a, b, c, d);

@@ -219,10 +219,11 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     for (idx c0 = 0; c0 < OW; c0 += chunk) {
         const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
         if (chunk < OW && row_prefetch_pays()) {
-            // Tiles cross the row's pixels a few cache lines at a time, which the
-            // hardware prefetchers miss (on AMD; see row_prefetch_pays): fetch the next tile's dy pixels and the
-            // pixels of the input row that no earlier output row read (the last
-            // kernel row's) ahead, while this tile computes.
+            // Tiles cross the row's pixels a few cache lines at a time, which an
+            // AMD core's prefetchers miss (row_prefetch_pays): fetch the next
+            // tile's dy pixels and the pixels of the input row that no earlier
+            // output row read (the last kernel row's) ahead, while this tile
+            // computes.
             const idx p0 = c1, p1 = p0 + chunk < OW ? p0 + chunk : OW;
             for (idx ow = p0; ow < p1; ++ow)
                 for (idx b = 0; b < pixel_bytes; b += 64)
