@@ -33,10 +33,18 @@ struct Conv2dForwardArgs : ConvDims {
     int block_major;
     int direct, exact_edges;
     void* packed;
-    // Channel blocks (2 vectors of a group's output channels; the last may be 1)
-    // per group, and whether units are blocks (a filter bigger than the input:
-    // each block's filter stays in cache over every row) rather than rows.
-    idx blocks_per_group;
+    // With channel-block units and a block-major filter, each unit packs its own
+    // block into its scratch (pack_in_units; packed_elems is then 0 and pack() a
+    // no-op): the packing runs on every thread, and the block is still in the
+    // core's cache when its tiles read it.  packed_first_block: the block that
+    // `packed` starts with (0 for the whole filter).
+    int pack_in_units;
+    idx block_pack_elems, packed_first_block;
+    // Channel blocks (block_vecs vectors of a group's output channels; the last
+    // may have fewer) per group, and whether units are blocks (a filter bigger
+    // than the input: each block's filter stays in cache over every row) rather
+    // than rows.
+    idx block_vecs, blocks_per_group;
     int by_block;
     // With channel-block units, every block reads every input row: the rows are
     // staged once, before the blocks, into `staged` (staged_elems of the compute
@@ -117,17 +125,24 @@ void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scr
 // the borders take an exact path that skips those taps instead.  Kernel rows
 // that land in the padding are skipped for every column.
 
-// Tile shapes per ISA (generic, AVX2, AVX-512): output pixels of a tile of 2
-// and of 1 vectors of output channels (2 * MR2 and MR1 accumulators).
+// Tile shapes per ISA (generic, AVX2, AVX-512): output pixels of a tile of 4,
+// 3, 2 and 1 vectors of output channels (4 * MR4, 3 * MR3, 2 * MR2 and MR1
+// accumulators; 0: no such tile).  Blocks of 4 vectors serve rows too short for
+// an MR2 tile (fwd_late's 7 columns: a 7 x 2 tile loads a broadcast for every
+// 2 FMAs, a 7 x 4 tile for every 4), where AVX-512's 32 registers hold them.
+constexpr int FWD_MR4 = per_isa(THIS_ISA, 0, 0, 7);
+constexpr int FWD_MR3 = per_isa(THIS_ISA, 0, 0, 8);
 constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
-// Per-thread scratch, carved from one allocation: KH staged input rows
+// Per-thread scratch, carved from one allocation: the unit's packed filter
+// block (pack_in_units), KH staged input rows
 // [row_pixels][Cin] (zero outside the real columns; none when the call stages
 // every row once), the output row [OW][G][cout_g_pad] when tiles cannot store
 // into y, which input row each slot holds, and the tap tables.
 template <class T>
 struct Conv2dForwardScratch {
+    T* block_pack;  // this unit's block of the packed filter (pack_in_units)
     T* rows;
     T* out_row;
     idx* slot_key;  // n * H + ih + 1 of the row in each slot (0: empty)
@@ -150,7 +165,8 @@ template <class T>
 static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForwardArgs* a, void* raw) {
     Conv2dForwardScratch<T> s;
     const idx taps = a->KH * a->KW;
-    s.rows = (T*)raw;
+    s.block_pack = (T*)raw;
+    s.rows = s.block_pack + (a->pack_in_units ? round_up(a->block_pack_elems, 16) : 0);
     s.out_row = s.rows + round_up(conv2d_forward_slot_elems(a), 16);
     s.slot_key = (idx*)(s.out_row + round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16));
     s.slot_of = s.slot_key + a->KH;
@@ -183,59 +199,103 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     if (hi < lo) hi = lo;
     a->ow_lo = lo;
     a->ow_hi = hi;
-    a->blocks_per_group = (a->cout_g_pad / a->V + 1) / 2;
+    const idx vectors = a->cout_g_pad / a->V;
+    a->block_vecs = FWD_MR4 > 0 && a->OW <= FWD_MR4 && vectors >= 4 ? 4 : 2;
+    a->blocks_per_group = (vectors + a->block_vecs - 1) / a->block_vecs;
     // Wide filters are packed block by block: a tile reads one filter row of its
-    // 2-vector block per reduction step, and in [..][cin_g][cout_g_pad] order
+    // channel block per reduction step, and in [..][cin_g][cout_g_pad] order
     // those rows lie a whole filter width apart (2 KiB for 512 channels), each
     // in a new cache line and, past two, a new page for the prefetcher; block by
     // block they are consecutive.
     a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024;
-    a->b_pitch = a->block_major ? 2 * a->V : a->cout_g_pad;
-    a->packed_elems = a->block_major ? a->G * a->blocks_per_group * a->KH * a->KW * a->cin_g * 2 * a->V
-                                     : a->KH * a->KW * a->G * a->cin_g * a->cout_g_pad;
+    a->b_pitch = a->block_major ? a->block_vecs * a->V : a->cout_g_pad;
     // By channel blocks when the filter outweighs a batch of input: rows would
     // stream the whole filter through the cache once per output row.
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
     a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
     a->staged_elems = a->by_block ? a->N * a->H * a->row_pixels * a->Cin : 0;
+    a->pack_in_units = a->by_block && a->block_major;
+    a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
+    a->packed_first_block = 0;
+    a->packed_elems = a->pack_in_units ? 0
+                      : a->block_major ? a->G * a->blocks_per_group * a->block_pack_elems
+                                       : a->KH * a->KW * a->G * a->cin_g * a->cout_g_pad;
     const idx taps = a->KH * a->KW;
-    a->scratch_elems = round_up(conv2d_forward_slot_elems(a), 16) +
+    a->scratch_elems = (a->pack_in_units ? round_up(a->block_pack_elems, 16) : 0) +
+                       round_up(conv2d_forward_slot_elems(a), 16) +
                        round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
                        (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
 // The packed filter of tap (kh, kw), group g, from output channel c0 of the group
-// (c0 a multiple of 2 vectors when packed block by block).
+// (c0 a multiple of block_vecs vectors when packed block by block).
 template <class T>
 static inline const T* conv2d_forward_packed(const Conv2dForwardArgs* a, idx kh, idx kw, idx g, idx c0) {
     if (a->block_major)
-        return (const T*)a->packed +
-               ((g * a->blocks_per_group + c0 / (2 * a->V)) * a->KH * a->KW + kh * a->KW + kw) * a->cin_g * a->b_pitch;
+        return (const T*)a->packed + ((g * a->blocks_per_group + c0 / (a->block_vecs * a->V) - a->packed_first_block) * a->KH * a->KW +
+                                      kh * a->KW + kw) * a->cin_g * a->b_pitch;
     return (const T*)a->packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad + c0;
+}
+
+// Pack channel block [c0, c0 + block_vecs vectors) of group g, block-major
+// ([KH][KW][cin_g][block_vecs vectors], zero in the channels past the group's last) into
+// dst; returns whether any of its weights is NaN or infinite.
+template <class T>
+static bool conv2d_forward_pack_block(const Conv2dForwardArgs* a, idx g, idx c0, T* dst) {
+    const idx width = a->block_vecs * a->V;
+    const idx count = a->cout_g - c0 < width ? a->cout_g - c0 : width;
+    typedef Simd<T> S;
+    // The common case, a whole block of the compute type's contiguous channels:
+    // a few vectors a row (gather_rows would call memcpy for each short row).
+    const bool plain = count == width && a->w_type == (sizeof(T) == 4 ? F32 : F64) && a->w_s[3] == 1;
+    for (idx kh = 0; kh < a->KH; ++kh)
+        for (idx kw = 0; kw < a->KW; ++kw) {
+            T* d = dst + (kh * a->KW + kw) * a->cin_g * width;
+            if (plain) {
+                const T* w = (const T*)a->w + kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0);
+                for (idx k = 0; k < a->cin_g; ++k) {
+                    for (idx q = 0; q < width; q += S::V) S::store(d + k * width + q, S::load(w + k * a->w_s[2] + q));
+                }
+                continue;
+            }
+            gather_rows<T>(d, width, a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3],
+                           a->cin_g, a->w_s[2], count, a->w_s[3]);
+            if (count < width)  // the scratch may hold an earlier block's weights
+                for (idx k = 0; k < a->cin_g; ++k)
+                    for (idx c = count; c < width; ++c) d[k * width + c] = T(0);
+        }
+    return any_nonfinite(dst, a->block_pack_elems);
 }
 
 // Pack the HWIO filter in the compute type, zero in the padding channels, so a
 // tile reads contiguous output channels: [KH][KW][G][cin_g][cout_g_pad], or
-// block by block ([G][block][KH][KW][cin_g][2 vectors], block_major).  Notes
+// block by block ([G][block][KH][KW][cin_g][block_vecs vectors], block_major).  Notes
 // whether any weight is NaN or infinite (then the border columns go exact).
+// Nothing to do when the units pack their own blocks (pack_in_units).
 template <class T>
 static void conv2d_forward_pack(Conv2dForwardArgs* a) {
-    const idx width = a->block_major ? 2 * a->V : a->cout_g_pad;
     bool nonfinite = false;
+    if (a->pack_in_units) {
+        a->exact_edges = 0;  // set per unit, from its own block
+        return;
+    }
+    if (a->block_major) {
+        for (idx g = 0; g < a->G; ++g)
+            for (idx c0 = 0; c0 < a->cout_g; c0 += a->block_vecs * a->V)
+                nonfinite |= conv2d_forward_pack_block<T>(a, g, c0, (T*)conv2d_forward_packed<T>(a, 0, 0, g, c0));
+        a->exact_edges = nonfinite;
+        return;
+    }
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw)
-            for (idx g = 0; g < a->G; ++g)
-                for (idx c0 = 0; c0 < a->cout_g; c0 += width) {  // cin_g rows of a run of channels
-                    T* dst = (T*)conv2d_forward_packed<T>(a, kh, kw, g, a->block_major ? c0 : 0);
-                    const idx count = a->cout_g - c0 < width ? a->cout_g - c0 : width;
-                    gather_rows<T>(dst, a->b_pitch, a->w, a->w_type,
-                                   kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3], a->cin_g,
-                                   a->w_s[2], count, a->w_s[3]);
-                    // Checked while the part is still in cache (a wide filter is read once, not
-                    // twice).  The padding channels are zero (the buffer comes zeroed).
-                    for (idx i = 0; i < a->cin_g * a->b_pitch; ++i) nonfinite |= nonfinite_bits(dst[i]);
-                }
+            for (idx g = 0; g < a->G; ++g) {  // cin_g rows of the group's channels
+                T* dst = (T*)conv2d_forward_packed<T>(a, kh, kw, g, 0);
+                gather_rows<T>(dst, a->b_pitch, a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3],
+                               a->cin_g, a->w_s[2], a->cout_g, a->w_s[3]);
+                // The padding channels are zero (the buffer comes zeroed).
+                nonfinite |= any_nonfinite(dst, a->cin_g * a->b_pitch);
+            }
     a->exact_edges = nonfinite;
 }
 
@@ -373,11 +433,21 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
 }
 
 
-// The tiles of one channel block of nrv vectors (2, or 1 for a group's last odd
-// vector), over s.tap_a / s.tap_b.
+// The vectors of the channel block that starts at channel c0 of its group.
+static inline int conv2d_forward_block_width(const Conv2dForwardArgs* a, idx c0) {
+    const idx left = (a->cout_g_pad - c0) / a->V;
+    return (int)(left < a->block_vecs ? left : a->block_vecs);
+}
+
+// The tiles of one channel block of nrv vectors (block_vecs, or fewer for a
+// group's last vectors), over s.tap_a / s.tap_b.
 template <class T>
 static inline void conv2d_forward_block_tiles(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s,
                                               idx n_taps, idx K, int nrv, T* dst, idx out_pixel, bool resume) {
+    if constexpr (FWD_MR4 > 0) {
+        if (nrv == 4) return conv2d_forward_tiles<T, FWD_MR4, 4>(a, s, n_taps, K, dst, out_pixel, resume);
+        if (nrv == 3) return conv2d_forward_tiles<T, FWD_MR3, 3>(a, s, n_taps, K, dst, out_pixel, resume);
+    }
     if (nrv == 2)
         conv2d_forward_tiles<T, FWD_MR2, 2>(a, s, n_taps, K, dst, out_pixel, resume);
     else
@@ -391,8 +461,8 @@ static void conv2d_forward_blocks(const Conv2dForwardArgs* a, const Conv2dForwar
                                   idx b_begin, idx b_end, T* out, idx out_pixel, idx out_group) {
     typedef Simd<T> S;
     for (idx b = b_begin; b < b_end; ++b) {
-        const idx g = b / a->blocks_per_group, c0 = (b % a->blocks_per_group) * 2 * S::V;
-        const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+        const idx g = b / a->blocks_per_group, c0 = (b % a->blocks_per_group) * a->block_vecs * S::V;
+        const int nrv = conv2d_forward_block_width(a, c0);
         T* dst = out + g * out_group + c0;
         if (n_taps == 0) {  // every kernel row is in the padding: an empty sum
             for (idx ow = 0; ow < a->OW; ++ow)
@@ -442,18 +512,18 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
 }
 
 // The reduction channels of one part of a split sum: the block's filter rows of
-// a part (each 2 vectors wide) fill about this many bytes, which stay in the
+// a part (each block_vecs vectors wide) fill about this many bytes, which stay in the
 // core's L2 cache while the part passes every row (with the staged input and
 // the partial sums streaming by).
 constexpr idx FWD_PART_BYTES = 64 * 1024;
 
-// Whether a channel block's filter (KH * KW * cin_g rows of 2 vectors) is
+// Whether a channel block's filter (KH * KW * cin_g rows of block_vecs vectors) is
 // bigger than two parts: then the block's sums are split
 // (conv2d_forward_block_parts).  Direct stores only (the partial sums live in
 // y), and a finite filter (the exact border path sums all taps at once).
 template <class T>
 static inline bool conv2d_forward_split(const Conv2dForwardArgs* a) {
-    const idx row_bytes = 2 * Simd<T>::V * (idx)sizeof(T);
+    const idx row_bytes = a->block_vecs * Simd<T>::V * (idx)sizeof(T);
     return a->direct && !a->exact_edges && a->KH * a->KW * a->cin_g * row_bytes > 2 * FWD_PART_BYTES;
 }
 
@@ -470,11 +540,11 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
     const bool merge = conv2d_forward_merged(a);
     const idx positions = merge ? a->KH : a->KH * a->KW;
     const idx K = merge ? a->KW * a->cin_g : a->cin_g;
-    const idx row_bytes = 2 * S::V * (idx)sizeof(T);
+    const idx row_bytes = a->block_vecs * S::V * (idx)sizeof(T);
     const idx parts = (K * row_bytes + FWD_PART_BYTES - 1) / FWD_PART_BYTES;
     const idx k_part = (K + parts - 1) / parts;
-    const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
-    const int nrv = c0 + S::V < a->cout_g_pad ? 2 : 1;
+    const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * a->block_vecs * S::V;
+    const int nrv = conv2d_forward_block_width(a, c0);
     for (idx position = 0; position < positions; ++position)
         for (idx k0 = 0; k0 < K; k0 += k_part) {
             const idx kn = K - k0 < k_part ? K - k0 : k_part;
@@ -499,11 +569,20 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
 }
 
 template <class T>
-static void conv2d_forward_channel_block(const Conv2dForwardArgs* a, idx block, void* raw) {
+static void conv2d_forward_channel_block(const Conv2dForwardArgs* call, idx block, void* raw) {
     typedef Simd<T> S;
-    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(a, raw);
-    const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * 2 * S::V;
-    const idx count = a->cout_g - c0 < 2 * S::V ? a->cout_g - c0 : 2 * S::V;
+    const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(call, raw);
+    const idx g = block / call->blocks_per_group, c0 = (block % call->blocks_per_group) * call->block_vecs * S::V;
+    // Packing its own block, the unit reads the packed filter from its scratch,
+    // and takes the exact border path only when its own weights need it.
+    Conv2dForwardArgs unit = *call;
+    if (call->pack_in_units) {
+        unit.packed = s.block_pack;
+        unit.packed_first_block = block;
+        unit.exact_edges = conv2d_forward_pack_block<T>(call, g, c0, s.block_pack);
+    }
+    const Conv2dForwardArgs* a = &unit;
+    const idx count = a->cout_g - c0 < a->block_vecs * S::V ? a->cout_g - c0 : a->block_vecs * S::V;
     if (conv2d_forward_split<T>(a)) {
         conv2d_forward_block_parts<T>(a, s, block);
         return;

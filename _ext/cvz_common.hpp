@@ -369,6 +369,23 @@ static inline bool nonfinite_bits(T v) {
     }
 }
 
+// Whether any of p[0, n) is NaN or infinite.  The largest masked exponent
+// reaches all ones only then; a max reduction vectorizes (a scan of 2.4 M
+// weights one compare at a time took 9% of fwd_late).
+template <class T>
+static inline bool any_nonfinite(const T* p, idx n) {
+    typedef typename std::conditional<sizeof(T) == 4, std::uint32_t, std::uint64_t>::type U;
+    const U mask = sizeof(T) == 4 ? (U)0x7f800000u : (U)0x7ff0000000000000ull;
+    U largest = 0;
+    for (idx i = 0; i < n; ++i) {
+        U b;
+        std::memcpy(&b, p + i, sizeof(T));
+        b &= mask;
+        largest = b > largest ? b : largest;
+    }
+    return largest == mask;
+}
+
 // The sizes and window of a 2-D convolution, with which every dense op's
 // argument struct starts (it derives from this): input [N, H, W, Cin], output
 // [N, OH, OW, Cout], a KH x KW kernel, G groups of cin_g input and cout_g
