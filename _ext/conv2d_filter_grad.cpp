@@ -28,7 +28,7 @@ struct Conv2dFilterGradArgs : ConvDims {
     // How many units share the filter's tiles (any count gives the same bits).
     idx n_units;
     // Filled in by prepare(): the vector width, output channels per group
-    // padded to it, the tile grid (input-channel tiles of MR rows by blocks of
+    // padded to it, the tile grid (input-channel tiles of up to MR rows by blocks of
     // 2 vectors of output channels, per tap and group), the output rows per
     // chunk, the per-thread scratch size.  The caller allocates `acc`
     // (n_tiles tiles of tile_elems elements of the compute type, zeroed).
@@ -119,6 +119,9 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     const bool wide = a->cout_g_pad >= 4 * a->V;
     a->mr = a->kw_merged && wide ? (FG_MR + 1) / 2 : FG_MR;
     const idx rows = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
+    // As few tiles as MR-row tiles need, their heights as equal as can be (64
+    // channels: 13, 13, 13, 13, 12 rows, not 14, 14, 14, 14 and an 8-row
+    // remainder in a 14-row tile, 9% of bpf_resnet's FMAs wasted).
     a->ci_tiles = (rows + a->mr - 1) / a->mr;
     // Otherwise such a group fills MR/4-row tiles: 4 vectors of output channels
     // then keep the FMA units busy per load.
@@ -132,12 +135,9 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // last channel, which staging leaves slack for).
     const bool x_same = sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64;
     const bool dy_same = sizeof(T) == 4 ? a->dy_type == F32 : a->dy_type == F64;
-    const idx quarter = (FG_MR + 3) / 4, half = (FG_MR + 1) / 2;
-    bool exact_tiles = true;
-    for (idx r0 = 0; r0 < rows; r0 += a->mr) {
-        const idx real = rows - r0 < a->mr ? rows - r0 : a->mr;
-        exact_tiles = exact_tiles && (real == quarter || real == half || real == FG_MR);
-    }
+    // Tiles are exactly as tall as their rows but for a lone tile of fewer than
+    // MR/4 (filter_grad_tile_for).
+    const bool exact_tiles = rows >= (FG_MR + 3) / 4;
     a->x_direct = x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout && a->cout_g_pad == a->cout_g;
     idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
@@ -189,19 +189,18 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
         for (int q = 0; q < NRV; ++q) S::store(tile + (p * NRV + q) * S::V, acc[p][q]);
 }
 
-// The smallest tile (MR/4, MR/2 or MR rows) that covers `rows` valid input
-// channels, with NRV vectors.
-template <class T, int NRV>
+// The tile of `rows` rows (at least MR/4: a lone tile of fewer rows takes
+// MR/4 and computes a few rows it does not store) and NRV vectors; tiles of
+// 3 and 4 vectors are at most MR/2 rows tall (what the registers hold).
+template <class T, int NRV, int H = (NRV > 2 ? (FG_MR + 1) / 2 : FG_MR)>
 static inline void filter_grad_tile_for(idx rows, const T* const* a_rows, const T* const* b_rows, const idx* counts,
                                         idx n_rows, idx a_step, idx b_step, T* tile) {
-    constexpr int half = (FG_MR + 1) / 2, quarter = (FG_MR + 3) / 4;
-    const idx shape = rows <= quarter ? quarter : rows <= half ? half : FG_MR;
-    if (shape == FG_MR)
-        filter_grad_tile<T, FG_MR, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
-    else if (shape == half)
-        filter_grad_tile<T, half, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
-    else
-        filter_grad_tile<T, quarter, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+    constexpr int quarter = (FG_MR + 3) / 4;
+    if constexpr (H > quarter) {
+        if (rows < H)
+            return filter_grad_tile_for<T, NRV, H - 1>(rows, a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+    }
+    filter_grad_tile<T, H, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
 }
 
 // Vectors of output channels in the tile whose channels start at c0.
@@ -232,8 +231,10 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
     const idx per_row = a->kw_merged ? 1 : a->KW;
     const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
     FilterGradTile f;
-    f.kh = tap / per_row, f.kw = tap % per_row, f.g = g, f.r0 = ct * a->mr;
-    f.rows = reduction - f.r0 < a->mr ? reduction - f.r0 : a->mr;
+    const idx base = reduction / a->ci_tiles, extra = reduction % a->ci_tiles;  // the first `extra` tiles: base + 1
+    f.kh = tap / per_row, f.kw = tap % per_row, f.g = g;
+    f.r0 = ct * base + (ct < extra ? ct : extra);
+    f.rows = base + (ct < extra ? 1 : 0);
     f.c0 = cb * a->block_vectors * Simd<T>::V;
     f.x_offset = a->kw_merged ? 0 : f.kw * a->dw * a->Cin + f.g * a->cin_g;
     f.lo = f.first = a->ow_first[f.kw], f.hi = f.last = a->ow_last[f.kw];
