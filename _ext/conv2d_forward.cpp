@@ -131,7 +131,10 @@ void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scr
 // an MR2 tile (fwd_late's 7 columns: a 7 x 2 tile loads a broadcast for every
 // 2 FMAs, a 7 x 4 tile for every 4), where AVX-512's 32 registers hold them.
 constexpr int FWD_MR4 = per_isa(THIS_ISA, 0, 0, 7);
-constexpr int FWD_MR3 = per_isa(THIS_ISA, 0, 0, 8);
+constexpr int FWD_MR3 = per_isa(THIS_ISA, 0, 4, 8);
+// Vectors of a channel block for rows of at most FWD_SHORT_ROW columns.
+constexpr int FWD_SHORT_BLOCK = per_isa(THIS_ISA, 2, 3, 4);
+constexpr int FWD_SHORT_ROW = per_isa(THIS_ISA, 0, 7, 7);
 constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
@@ -200,7 +203,7 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->ow_lo = lo;
     a->ow_hi = hi;
     const idx vectors = a->cout_g_pad / a->V;
-    a->block_vecs = FWD_MR4 > 0 && a->OW <= FWD_MR4 && vectors >= 4 ? 4 : 2;
+    a->block_vecs = a->OW <= FWD_SHORT_ROW && vectors >= FWD_SHORT_BLOCK ? FWD_SHORT_BLOCK : 2;
     a->blocks_per_group = (vectors + a->block_vecs - 1) / a->block_vecs;
     // Wide filters are packed block by block: a tile reads one filter row of its
     // channel block per reduction step, and in [..][cin_g][cout_g_pad] order
@@ -333,11 +336,11 @@ static void conv2d_forward_tiles(const Conv2dForwardArgs* a, const Conv2dForward
     const idx pitch = a->Cin;
     const bool exact = a->exact_edges != 0;
     const idx begin = exact ? a->ow_lo : 0, end = exact ? a->ow_hi : a->OW;
-    // Exact tiles (cvz_tiles.hpp): a tile never computes a pixel past the row, so
+    // Balanced exact tiles (cvz_tiles.hpp): a tile never computes a pixel past the row, so
     // the staged rows need no slack (with a huge stride, slack of a tile's width
     // would be a huge buffer).
     const idx step = a->sw * pitch;
-    exact_tiles<MR>(begin, end, [&](auto shape, idx ow) {
+    balanced_tiles<MR>(begin, end, [&](auto shape, idx ow) {
         for (idx t = 0; t < n_taps; ++t) s.tile_a[t] = s.tap_a[t] + ow * step;
         gemm_tile<T, decltype(shape)::value, NRV>(s.tile_a, s.tap_b, n_taps, step, K, a->b_pitch,
                                                   out + ow * out_pixel, out_pixel, decltype(shape)::value, resume);
@@ -446,6 +449,8 @@ static inline void conv2d_forward_block_tiles(const Conv2dForwardArgs* a, const 
                                               idx n_taps, idx K, int nrv, T* dst, idx out_pixel, bool resume) {
     if constexpr (FWD_MR4 > 0) {
         if (nrv == 4) return conv2d_forward_tiles<T, FWD_MR4, 4>(a, s, n_taps, K, dst, out_pixel, resume);
+    }
+    if constexpr (FWD_MR3 > 0) {
         if (nrv == 3) return conv2d_forward_tiles<T, FWD_MR3, 3>(a, s, n_taps, K, dst, out_pixel, resume);
     }
     if (nrv == 2)
