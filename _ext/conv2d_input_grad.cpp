@@ -1096,7 +1096,7 @@ static inline bool input_grad_edge_tile(const idx* tap_ow0, idx n_taps, idx j0, 
 }
 
 // One phase r of an input row, channel blocks [c_begin, c_end) of NRV vectors:
-// tiles of MR pixels (smaller at the end), every tap of the phase.  A tile reads
+// tiles of up to MR pixels, every tap of the phase.  A tile reads
 // dy in place when all its windows lie inside [0, OW); an edge tile gives the
 // taps that cross the border a zero-padded copy (same pixel pitch as dy), or
 // with a non-finite filter goes through input_grad_tile_exact.
@@ -1111,11 +1111,18 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
     const idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
-    idx j0 = 0;
+    // Rows of MR/2 pixels or more: as few tiles as MR-pixel tiles need, of
+    // sizes within one of each other (balanced_tiles); shorter rows: the
+    // smallest shape that covers the rest (tile_shape).
+    constexpr idx half = (MR + 1) / 2;
+    const bool balanced = n_pix >= half;
+    const idx count = (n_pix + MR - 1) / MR, base = count > 0 ? n_pix / count : 0, extra = count > 0 ? n_pix % count : 0;
+    idx j0 = 0, tile_index = 0;
     while (j0 < n_pix) {
         const idx rest = n_pix - j0;
-        // The tile shape gemm_tiles will use, and so the dy pixels it reads.
-        const idx shape = tile_shape<MR>(rest);
+        // The tile's shape, and so the dy pixels it reads.
+        const idx shape = balanced ? base + (tile_index < extra ? 1 : 0) : tile_shape<MR>(rest);
+        ++tile_index;
         if (a->dy_direct) {
             const idx pitch = a->dy_s[2];
             for (idx t = 0; t < n_taps; ++t) {
@@ -1141,9 +1148,16 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
             for (idx t = 0; t < n_taps; ++t)
                 s.b_ptrs[t] = packed + (s.tap_k[t] * a->G + g) * a->cout_g * cin_g_pad + c0;
             T* out = out_base + (r + j0 * a->sw) * out_pixel + g * out_group + c0;
-            // A full tile, or the smallest tile shape that covers the rest.
-            done = gemm_tiles<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_stride, a->cout_g, cin_g_pad, out,
-                                          a->sw * out_pixel, rest);
+            if (balanced) {
+                tile_of_size<half, MR>(shape, 0, [&](auto size, idx) {
+                    gemm_tile<T, decltype(size)::value, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_stride, a->cout_g,
+                                                             cin_g_pad, out, a->sw * out_pixel, decltype(size)::value);
+                });
+                done = shape;
+            } else {  // the smallest tile shape that covers the rest
+                done = gemm_tiles<T, MR, NRV>(s.a_ptrs, s.b_ptrs, n_taps, a_stride, a->cout_g, cin_g_pad, out,
+                                              a->sw * out_pixel, rest);
+            }
         }
         j0 += done;
     }
