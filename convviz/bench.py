@@ -659,6 +659,27 @@ def case_roofline(result: Result, peaks: dict[str, Any] | None) -> Roofline | No
                     peaks["roof_bandwidth_gbs"])
 
 
+def best_peer_roofline(result: Result, peaks: dict[str, Any] | None,
+                       peers: tuple[str, ...] = ("tensorflow", "torch")) -> Roofline | None:
+    """The roofline of the fastest peer's time for a result, against the same roof as
+    convviz's (None without peaks or a peer time).  Where the peer already runs
+    close to the roof, no kernel can beat it by much: the table shows how close.
+
+    Examples
+    --------
+    >>> case = next(c for c in CASES if c.name == "fwd_resnet")
+    >>> result = Result(case, times={"convviz": 0.006, "torch": 0.005, "tensorflow": 0.007})
+    >>> peaks = {"fma_gflops": {"float32": 400.0, "float64": 200.0}, "roof_bandwidth_gbs": 40.0}
+    >>> round(best_peer_roofline(result, peaks).of_peak, 2)  # torch's 5 ms
+    0.92
+    """
+    known = [t for t in (result.times.get(p) for p in peers) if t]
+    if not peaks or not known:
+        return None
+    return roofline(result.case.flops, result.case.bytes, min(known),
+                    peak_gflops(peaks, result.case.dtype, result.case.precision), peaks["roof_bandwidth_gbs"])
+
+
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
         min_seconds: float = 0.5, min_rounds: int = 6, max_rounds: int = 200, scaling: bool = True,
         seed: int = 0, progress: Callable[[str], None] | None = None,
@@ -783,7 +804,8 @@ def roofline_legend(peaks: dict[str, Any]) -> str:
         "*bound* is the roof the case's arithmetic intensity (flops per compulsory byte) puts it under: "
         f"memory below the ridge point (peak / bandwidth = {peak_gflops(peaks, 'float32') / bandwidth:.1f} "
         "flop/byte in float32), compute above. *% roof* is GFLOP/s against that roof, min(peak, "
-        f"intensity x bandwidth).{cache}")
+        f"intensity x bandwidth); *best peer % roof* the same for the fastest peer's time: a peer close to "
+        f"the roof leaves little to beat it by.{cache}")
 
 
 def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
@@ -793,7 +815,10 @@ def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"
     head = ["case (N,H,W,Cin,Cout\\|M,K,s,d)", "convviz ms", "GFLOP/s"]
     if peaks:
         head += ["traffic", "GB/s", "% FMA", "% BW", "bound", "% roof"]
-    head += [f"{p} ms" for p in peers] + ["speedup vs best peer", "1-thread ms", "2T/1T", "extra memory (output)"]
+    head += [f"{p} ms" for p in peers] + ["speedup vs best peer"]
+    if peaks:
+        head.append("best peer % roof")
+    head += ["1-thread ms", "2T/1T", "extra memory (output)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         t = r.times.get("convviz")
@@ -810,7 +835,11 @@ def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"
         for p, x in zip(peers, peer_times):
             cells.append(_ms(x) if x else (r.notes.get(p, "-")[:40]))
         scaling = f"{r.convviz_1thread / t:.2f}" if r.convviz_1thread and t else "-"
-        cells += [speedup, _ms(r.convviz_1thread), scaling,
+        cells.append(speedup)
+        if peaks:
+            peer_roof = best_peer_roofline(r, peaks, peers)
+            cells.append(f"{peer_roof.of_roof * 100:.0f}" if peer_roof else "-")
+        cells += [_ms(r.convviz_1thread), scaling,
                   f"{_bytes(r.extra_bytes)} ({_bytes(r.output_bytes)})"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -880,7 +909,8 @@ def main(argv: list[str] | None = None) -> int:
             {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,
              "times": r.times, "notes": r.notes, "convviz_1thread": r.convviz_1thread,
              "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes,
-             "roofline": _asdict_or_none(case_roofline(r, peaks))}
+             "roofline": _asdict_or_none(case_roofline(r, peaks)),
+             "best_peer_roofline": _asdict_or_none(best_peer_roofline(r, peaks, peers or ("tensorflow", "torch")))}
             for r in results]}
         with open(args.json, "w") as handle:
             json.dump(payload, handle, indent=1)

@@ -127,7 +127,8 @@ def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys, mon
     assert [row.split()[1] for row in rows] == TINY  # one row per case, in CASES order
     for row in rows:
         cells = _cells(row)
-        assert len(cells) == 15 and cells[1] != "-"  # convviz was timed
+        assert len(cells) == 16 and cells[1] != "-"  # convviz was timed
+        assert cells[11] == "-"  # no peer ran: no peer's roofline
         assert cells[7] in ("memory", "compute") and all(cell.rstrip("\\*").isdigit() for cell in cells[5:9:3])
     for number, name in enumerate(TINY, 1):  # a line when each case starts and when it is done
         assert f"[{number}/3] {name} " in err and "..." in err
@@ -158,7 +159,7 @@ def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys, mon
     for r in payload["results"]:
         case = next(c for c in bench.CASES if c.label == r["label"])
         assert r["bytes"] == case.bytes
-        assert r["roofline"]["bound"] in ("memory", "compute")
+        assert r["roofline"]["bound"] in ("memory", "compute") and r["best_peer_roofline"] is None
         assert r["roofline"]["gbs"] == pytest.approx(case.bytes / r["times"]["convviz"] / 1e9)
 
 
@@ -211,7 +212,7 @@ def test_table_roofline_columns_with_made_up_numbers():
                bench.Result(fwd, times={"convviz": None})]
     text = bench.table(results, ("torch",), _fake_peaks(llc_bytes=16 << 20))
     header, _, *rows = text.splitlines()
-    assert _cells(header)[3:9] == ROOFLINE_COLUMNS and len(_cells(header)) == 14
+    assert _cells(header)[3:9] == ROOFLINE_COLUMNS and len(_cells(header)) == 15
     first, second, third = (_cells(row) for row in rows)
     # fwd_resnet: 142 flop/byte, far above the 4 flop/byte ridge; its 12.4 MiB fit the 16 MiB cache (\*)
     assert first[3:9] == ["12.4 MiB", "0.7", "50", "1\\*", "compute", "50"]
@@ -228,3 +229,15 @@ def test_unknown_case_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["bench", "--only", "fwd_tiny,no_such_case"])
     assert info.value.code == 2 and "unknown case(s) ['no_such_case']" in capsys.readouterr().err
+
+
+def test_the_table_sets_the_fastest_peer_against_the_same_roof():
+    case = next(c for c in bench.CASES if c.name == "fwd_resnet")
+    peaks = {"fma_gflops": {"float32": 400.0, "float64": 200.0}, "roof_bandwidth_gbs": 40.0}
+    result = bench.Result(case, times={"convviz": 0.006, "tensorflow": 0.007, "torch": 0.005})
+    header, _, row = bench.table([result], ("tensorflow", "torch"), peaks).splitlines()
+    column = _cells(header).index("best peer % roof")
+    assert _cells(header)[column - 1] == "speedup vs best peer"
+    # torch's 5 ms against the 400 GFLOP/s roof (the case is compute-bound)
+    assert _cells(row)[column] == f"{case.flops / 0.005 / 1e9 / 400 * 100:.0f}"
+    assert _cells(row)[column - 1] == "0.83x"
