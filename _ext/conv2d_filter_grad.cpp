@@ -361,11 +361,10 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             // Reduction row r0 + p: input channel ci of tap kw (merged: the run's (kw, ci)).
             const idx kw = a->kw_merged ? (f.r0 + p) / a->cin_g : f.kw;
             const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
-            for (idx c = 0; c < cols; ++c)
-                store_as<T>(a->out, a->out_type,
-                            f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] +
-                                (f.g * a->cout_g + f.c0 + c) * a->out_s[3],
-                            t[p * nrv * S::V + c]);
+            // A run of channels at a time (element by element, the stores took 10% of bpf_late).
+            scatter_rows<T>(a->out, a->out_type,
+                            f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] + (f.g * a->cout_g + f.c0) * a->out_s[3],
+                            1, 0, cols, a->out_s[3], t + p * nrv * S::V, 0);
         }
     }
 }
