@@ -42,6 +42,10 @@ struct Conv2dFilterGradArgs : ConvDims {
     // plain NHWC, no channel padding; x only where no tile reads past a
     // pixel's channels).
     int x_direct, dy_direct;
+    // dy_blocked: dy staged channel block by channel block ([G * c_blocks]
+    // [chunk pixels][block_vectors * V]), so a tile reads its block's pixels
+    // one after another, not a whole pixel's channels apart.
+    int dy_blocked;
     void* acc;
 };
 
@@ -139,7 +143,11 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // MR/4 (filter_grad_tile_for).
     const bool exact_tiles = rows >= (FG_MR + 3) / 4;
     a->x_direct = x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
-    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout && a->cout_g_pad == a->cout_g;
+    // Pixels 512 bytes or more apart (128 float32 channels) are staged block by
+    // block: a tile reading a few vectors of each pixel in place stalled on
+    // every load (the prefetchers do not follow; AVX2 bpf_late, 2 KiB apart).
+    a->dy_blocked = a->cout_g_pad * a->G * (idx)sizeof(T) >= 512;
+    a->dy_direct = !a->dy_blocked && dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout && a->cout_g_pad == a->cout_g;
     idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
@@ -150,7 +158,10 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // b_rows, x_rows (KH per row) and dy_rows (pointers), counts, and ih_of
     // (KH per row).
     a->scratch_elems = round_up(a->x_direct ? 0 : chunk * a->KH * a->W * a->Cin + FG_MR, 16) +
-                       round_up(a->dy_direct ? 0 : chunk * a->OW * a->G * a->cout_g_pad, 16) +
+                       round_up(a->dy_direct    ? 0
+                                : a->dy_blocked ? chunk * a->OW * a->G * a->c_blocks * a->block_vectors * a->V
+                                                : chunk * a->OW * a->G * a->cout_g_pad,
+                                16) +
                        (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
                        16;
 }
@@ -251,7 +262,7 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
 }
 
 // A merged tile's border pixels of one staged row (x_row: the input row the
-// kernel row reads, dy_row: the output row): the columns in [first, last) but
+// kernel row reads, dy_row: the tile's channels of the output row's pixel 0): the columns in [first, last) but
 // outside [lo, hi), each (pixel, row) pair added only where its input column
 // is real, into the tile's sums in memory.
 template <class T>
@@ -264,7 +275,7 @@ static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, cons
             continue;
         }
         const T* x = x_row + (ow * a->sw - a->pl) * a->Cin + f.r0;
-        const T* dy = dy_row + ow * dy_pixel + f.c0;
+        const T* dy = dy_row + ow * dy_pixel;
         for (idx p = 0; p < f.rows; ++p) {
             const idx kw = (f.r0 + p) / a->cin_g;
             if (ow < a->ow_first[kw] || ow >= a->ow_last[kw]) continue;
@@ -277,16 +288,48 @@ static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, cons
     }
 }
 
+// Output-gradient row (n, oh), staged block by block: block b of pixel ow at
+// dst[b * block_span + ow * block] (zero past the group's channels: the stage
+// comes zeroed and those places are never written).
+template <class T>
+static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx oh, T* dst, idx block_span) {
+    typedef Simd<T> S;
+    const idx block = a->block_vectors * S::V;
+    const idx offset = n * a->dy_s[0] + oh * a->dy_s[1];
+    const bool plain = (sizeof(T) == 4 ? a->dy_type == F32 : a->dy_type == F64) && a->dy_s[3] == 1;
+    for (idx g = 0; g < a->G; ++g)
+        for (idx cb = 0; cb < a->c_blocks; ++cb) {
+            const idx c0 = cb * block, count = a->cout_g - c0 < block ? a->cout_g - c0 : block;
+            T* d = dst + (g * a->c_blocks + cb) * block_span;
+            if (plain && count == block) {  // whole vectors (gather_rows would call memcpy per pixel)
+                const T* src = (const T*)a->dy + offset + (g * a->cout_g + c0);
+                for (idx ow = 0; ow < a->OW; ++ow)
+                    for (idx q = 0; q < block; q += S::V) S::store(d + ow * block + q, S::load(src + ow * a->dy_s[2] + q));
+            } else {
+                gather_rows<T>(d, block, a->dy, a->dy_type, offset + (g * a->cout_g + c0) * a->dy_s[3], a->OW,
+                               a->dy_s[2], count, a->dy_s[3]);
+            }
+        }
+}
+
 template <class T>
 static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
     typedef Simd<T> S;
     const idx tile_begin = unit * a->n_tiles / a->n_units, tile_end = (unit + 1) * a->n_tiles / a->n_units;
     if (tile_begin >= tile_end) return;
     const idx rows_total = a->N * a->OH, chunk_rows = a->chunk_rows;
-    const idx x_row = a->W * a->Cin, dy_pixel = a->G * a->cout_g_pad, dy_row = a->OW * dy_pixel;
+    const idx x_row = a->W * a->Cin, dy_row = a->OW * a->G * a->cout_g_pad;
+    const idx block = a->block_vectors * S::V, block_span = chunk_rows * a->OW * block;
+    // dy's pixel stride as the tiles read it, and where block (g, c0) starts in
+    // a pixel (or, blocked, in the stage).
+    const idx dy_pixel = a->dy_blocked ? block : a->G * a->cout_g_pad;
+    auto block_at = [&](idx g, idx c0) {
+        return a->dy_blocked ? (g * a->c_blocks + c0 / block) * block_span : g * a->cout_g_pad + c0;
+    };
     T* x_stage = (T*)raw;
     T* dy_stage = x_stage + round_up(a->x_direct ? 0 : chunk_rows * a->KH * x_row + FG_MR, 16);
-    const T** a_rows = (const T**)(dy_stage + round_up(a->dy_direct ? 0 : chunk_rows * dy_row, 16));
+    const idx dy_stage_elems = a->dy_direct ? 0 : a->dy_blocked ? a->G * a->c_blocks * block_span : chunk_rows * dy_row;
+    const T** a_rows = (const T**)(dy_stage + round_up(dy_stage_elems, 16));
     const T** b_rows = a_rows + chunk_rows;
     const T** x_rows = b_rows + chunk_rows;         // the input row of (chunk row, kh)
     const T** dy_rows = x_rows + chunk_rows * a->KH;  // the output-gradient row of a chunk row
@@ -302,6 +345,9 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             const idx n = (row0 + r) / a->OH, oh = (row0 + r) % a->OH;
             if (a->dy_direct) {
                 dy_rows[r] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+            } else if (a->dy_blocked) {
+                filter_grad_stage_blocked<T>(a, n, oh, dy_stage + r * a->OW * block, chunk_rows * a->OW * block);
+                dy_rows[r] = dy_stage + r * a->OW * block;
             } else {
                 for (idx g = 0; g < a->G; ++g)
                     gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy, a->dy_type,
@@ -330,7 +376,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             for (idx r = 0; r < n_rows; ++r) {
                 if (ih_of[r * a->KH + f.kh] < 0 || f.hi <= f.lo) continue;
                 a_rows[used] = x_rows[r * a->KH + f.kh] + (f.lo * a->sw - a->pl) * a->Cin + f.x_offset + f.r0;
-                b_rows[used] = dy_rows[r] + f.lo * dy_pixel + f.g * a->cout_g_pad + f.c0;
+                b_rows[used] = dy_rows[r] + f.lo * dy_pixel + block_at(f.g, f.c0);
                 counts[used] = f.hi - f.lo;
                 ++used;
             }
@@ -347,7 +393,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
                 for (idx r = 0; r < n_rows; ++r)
                     if (ih_of[r * a->KH + f.kh] >= 0)
-                        filter_grad_merged_border<T>(a, f, x_rows[r * a->KH + f.kh], dy_rows[r], dy_pixel, nrv, t);
+                        filter_grad_merged_border<T>(a, f, x_rows[r * a->KH + f.kh], dy_rows[r] + block_at(f.g, f.c0),
+                                                     dy_pixel, nrv, t);
         }
     }
 

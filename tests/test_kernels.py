@@ -3,8 +3,10 @@
 The property tests draw small shapes; these cover what they rarely reach: the
 register-blocked filter-gradient rows (3x3 and 5x5, strides and dilations 1-2,
 wide rows with full tiles), the dense filter gradient's tiles (a few input
-channels with a kernel row's taps merged, 1x1 to 7x7, narrow and wide rows), input-gradient tiles of every width (full, half and
-quarter tiles, 1- and 2-vector channel blocks, padded channels, groups), the
+channels with a kernel row's taps merged, 1x1 to 7x7, narrow and wide rows, output
+gradients staged block by block for 128 or more channels), input-gradient tiles
+of every width (full, half and quarter tiles, 1- and 2-vector channel blocks,
+padded channels, groups), the
 forward pass's channel blocks (1-4 vectors, packed whole or unit by unit, split
 sums), and the in-place versus buffered paths (NHWC / NCHW, every dtype).
 """
@@ -100,6 +102,9 @@ DENSE_FILTER_SHAPES = [  # (K, stride, dilation, width, Cin, Cout, groups)
     (7, 2, 1, 21, 3, 64, 1), (7, 1, 1, 9, 3, 16, 1), (5, 1, 1, 11, 2, 40, 1), (4, 3, 1, 12, 1, 17, 1),
     (3, 1, 1, 37, 3, 8, 1), (7, 2, 1, 30, 8, 32, 1), (5, 1, 2, 13, 3, 16, 1), (3, 1, 1, 14, 6, 12, 2),
     (1, 1, 1, 19, 40, 24, 1), (5, 2, 1, 9, 16, 48, 1),
+    # 128 or more output channels: dy staged channel block by channel block
+    # (a last block of 1 vector, groups, a merged stem with 4-vector blocks)
+    (3, 1, 1, 9, 16, 136, 1), (3, 2, 1, 11, 32, 256, 2), (7, 2, 1, 21, 3, 160, 1), (1, 1, 1, 7, 24, 200, 1),
 ]
 
 
