@@ -46,6 +46,10 @@ struct Conv2dFilterGradArgs : ConvDims {
     // [chunk pixels][block_vectors * V]), so a tile reads its block's pixels
     // one after another, not a whole pixel's channels apart.
     int dy_blocked;
+    // x_blocked: input rows staged once each per chunk, input-channel tile by
+    // tile ([G * ci_tiles][chunk_rows * KH slots][W][mr]), for the same reason
+    // (a tile broadcasts a few channels of each pixel).
+    int x_blocked;
     void* acc;
 };
 
@@ -142,7 +146,13 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // Tiles are exactly as tall as their rows but for a lone tile of fewer than
     // MR/4 (filter_grad_tile_for).
     const bool exact_tiles = rows >= (FG_MR + 3) / 4;
-    a->x_direct = x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
+    // Only where the tiles do enough work per staged value for the copy (each
+    // thread stages every row) to pay: 2 * KH * KW * cout_g / (sh * sw) flops,
+    // 9216 in bpf_late (AVX2 17.3 -> 14.5 ms); bpf_pointwise's 512 and
+    // bpf_stride2's 1152 ran 10-20% slower staged.
+    a->x_blocked = !a->kw_merged && a->sw * a->Cin * (idx)sizeof(T) >= 512 &&
+                   2 * a->KH * a->KW * a->cout_g >= 4096 * a->sh * a->sw;
+    a->x_direct = !a->x_blocked && x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
     // Pixels 512 bytes or more apart (128 float32 channels) are staged block by
     // block: a tile reading a few vectors of each pixel in place stalled on
     // every load (the prefetchers do not follow; AVX2 bpf_late, 2 KiB apart).
@@ -153,16 +163,20 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
     // x rows [chunk_rows][KH][W * Cin] (+ MR elements of slack: a partial tile
-    // reads past its group's last channel) unless read in place, dy rows
+    // reads past its group's last channel) unless read in place (or blocked,
+    // see x_blocked), dy rows
     // [chunk_rows][OW][G][cout_g_pad] likewise, then the per-row tables: a_rows,
-    // b_rows, x_rows (KH per row) and dy_rows (pointers), counts, and ih_of
-    // (KH per row).
-    a->scratch_elems = round_up(a->x_direct ? 0 : chunk * a->KH * a->W * a->Cin + FG_MR, 16) +
+    // b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of and
+    // the blocked stage's slot keys (KH per row).
+    a->scratch_elems = round_up(a->x_direct    ? 0
+                                : a->x_blocked ? a->G * a->ci_tiles * a->mr * chunk * a->KH * a->W
+                                               : chunk * a->KH * a->W * a->Cin + FG_MR,
+                                16) +
                        round_up(a->dy_direct    ? 0
                                 : a->dy_blocked ? chunk * a->OW * a->G * a->c_blocks * a->block_vectors * a->V
                                                 : chunk * a->OW * a->G * a->cout_g_pad,
                                 16) +
-                       (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
+                       (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + 2 * a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
                        16;
 }
 
@@ -227,7 +241,7 @@ static inline idx filter_grad_vectors(const Conv2dFilterGradArgs* a, idx c0) {
 // columns: [lo, hi) where every tap of the tile reads a real input column,
 // [first, last) where some tap does (the same unless merged).
 struct FilterGradTile {
-    idx kh, kw, g, r0, rows, c0, x_offset, lo, hi, first, last;
+    idx kh, kw, g, ct, r0, rows, c0, x_offset, lo, hi, first, last;
 };
 
 template <class T>
@@ -243,7 +257,7 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
     const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
     FilterGradTile f;
     const idx base = reduction / a->ci_tiles, extra = reduction % a->ci_tiles;  // the first `extra` tiles: base + 1
-    f.kh = tap / per_row, f.kw = tap % per_row, f.g = g;
+    f.kh = tap / per_row, f.kw = tap % per_row, f.g = g, f.ct = ct;
     f.r0 = ct * base + (ct < extra ? ct : extra);
     f.rows = base + (ct < extra ? 1 : 0);
     f.c0 = cb * a->block_vectors * Simd<T>::V;
@@ -312,6 +326,29 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
         }
 }
 
+// Input row (n, ih), staged input-channel tile by tile: the channels of tile
+// (g, ct) of pixel w at dst[(g * ci_tiles + ct) * tile_span + w * mr] (the rest
+// of each mr stays zero: the stage comes zeroed and is never written there).
+template <class T>
+static void filter_grad_stage_x_blocked(const Conv2dFilterGradArgs* a, idx n, idx ih, T* dst, idx tile_span) {
+    const bool plain = (sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64) && a->x_s[3] == 1;
+    const idx base = a->cin_g / a->ci_tiles, extra = a->cin_g % a->ci_tiles;
+    const idx offset = n * a->x_s[0] + ih * a->x_s[1];
+    for (idx g = 0; g < a->G; ++g)
+        for (idx ct = 0; ct < a->ci_tiles; ++ct) {
+            const idx r0 = ct * base + (ct < extra ? ct : extra), rows = base + (ct < extra ? 1 : 0);
+            T* d = dst + (g * a->ci_tiles + ct) * tile_span;
+            const idx from = offset + (g * a->cin_g + r0) * a->x_s[3];
+            if (plain) {
+                const T* src = (const T*)a->x + from;
+                for (idx w = 0; w < a->W; ++w)
+                    for (idx c = 0; c < rows; ++c) d[w * a->mr + c] = src[w * a->x_s[2] + c];
+            } else {
+                gather_rows<T>(d, a->mr, a->x, a->x_type, from, a->W, a->x_s[2], rows, a->x_s[3]);
+            }
+        }
+}
+
 template <class T>
 static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
     typedef Simd<T> S;
@@ -326,8 +363,20 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     auto block_at = [&](idx g, idx c0) {
         return a->dy_blocked ? (g * a->c_blocks + c0 / block) * block_span : g * a->cout_g_pad + c0;
     };
+    // The blocked input stage: tile (g, ct) of slot k's pixel w at
+    // x_stage[(g * ci_tiles + ct) * x_tile_span + (k * W + w) * mr].
+    const idx x_tile_span = chunk_rows * a->KH * a->W * a->mr;
+    const idx x_stage_elems = a->x_direct    ? 0
+                              : a->x_blocked ? a->G * a->ci_tiles * x_tile_span
+                                             : chunk_rows * a->KH * x_row + FG_MR;
+    const idx x_pixel = a->x_blocked ? a->mr : a->Cin;  // the input's pixel stride as the tiles read it
+    // Where a tile's first channel of a staged (or in-place) input row's pixel 0
+    // lies, its kernel column's shift included.
+    auto x_at = [&](const FilterGradTile& f) {
+        return a->x_blocked ? (f.g * a->ci_tiles + f.ct) * x_tile_span + f.kw * a->dw * a->mr : f.x_offset + f.r0;
+    };
     T* x_stage = (T*)raw;
-    T* dy_stage = x_stage + round_up(a->x_direct ? 0 : chunk_rows * a->KH * x_row + FG_MR, 16);
+    T* dy_stage = x_stage + round_up(x_stage_elems, 16);
     const idx dy_stage_elems = a->dy_direct ? 0 : a->dy_blocked ? a->G * a->c_blocks * block_span : chunk_rows * dy_row;
     const T** a_rows = (const T**)(dy_stage + round_up(dy_stage_elems, 16));
     const T** b_rows = a_rows + chunk_rows;
@@ -335,10 +384,12 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     const T** dy_rows = x_rows + chunk_rows * a->KH;  // the output-gradient row of a chunk row
     idx* counts = (idx*)(dy_rows + chunk_rows);
     idx* ih_of = counts + chunk_rows;  // input row of (chunk row, kh), -1 when in the padding
+    idx* slot_key = ih_of + chunk_rows * a->KH;  // blocked stage: n * H + ih of each slot
     T* acc = (T*)a->acc;
 
     for (idx row0 = 0; row0 < rows_total; row0 += chunk_rows) {
         const idx n_rows = rows_total - row0 < chunk_rows ? rows_total - row0 : chunk_rows;
+        idx slots = 0;  // blocked input rows staged for this chunk
         // The chunk's dy rows, and for each (row, kh) the input row it reads:
         // staged, or in place.
         for (idx r = 0; r < n_rows; ++r) {
@@ -362,6 +413,14 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                 if (!real) continue;
                 if (a->x_direct) {
                     x_rows[r * a->KH + kh] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+                } else if (a->x_blocked) {  // each input row once a chunk (KH output rows read it)
+                    idx k = 0;
+                    while (k < slots && slot_key[k] != n * a->H + ih) ++k;
+                    if (k == slots) {
+                        filter_grad_stage_x_blocked<T>(a, n, ih, x_stage + k * a->W * a->mr, x_tile_span);
+                        slot_key[slots++] = n * a->H + ih;
+                    }
+                    x_rows[r * a->KH + kh] = x_stage + k * a->W * a->mr;
                 } else {
                     gather_rows<T>(x_stage + (r * a->KH + kh) * x_row, a->Cin, a->x, a->x_type,
                                    n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2], a->Cin, a->x_s[3]);
@@ -375,7 +434,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             idx used = 0;
             for (idx r = 0; r < n_rows; ++r) {
                 if (ih_of[r * a->KH + f.kh] < 0 || f.hi <= f.lo) continue;
-                a_rows[used] = x_rows[r * a->KH + f.kh] + (f.lo * a->sw - a->pl) * a->Cin + f.x_offset + f.r0;
+                a_rows[used] = x_rows[r * a->KH + f.kh] + x_at(f) + (f.lo * a->sw - a->pl) * x_pixel;
                 b_rows[used] = dy_rows[r] + f.lo * dy_pixel + block_at(f.g, f.c0);
                 counts[used] = f.hi - f.lo;
                 ++used;
@@ -384,10 +443,10 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             const idx nrv = filter_grad_vectors(a, f.c0);
             if (used > 0) {
                 switch (nrv) {
-                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t); break;
-                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a->sw * a->Cin, dy_pixel, t);
+                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
+                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
+                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
+                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t);
                 }
             }
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
