@@ -113,6 +113,22 @@ constexpr int FG_MR = per_isa(THIS_ISA, 4, 6, 14);
 // few enough that a chunk's staged rows stay in the core's cache.
 constexpr idx FG_CHUNK_PIXELS = 256;
 
+// The elements of a thread's staged input rows and output-gradient rows (0
+// where read in place): [chunk_rows][KH][W * Cin] + MR of slack (a partial tile
+// reads past its group's last channel), or blocked (x_blocked: a slot per
+// (chunk row, kh), tile by tile); dy [chunk_rows][OW][G][cout_g_pad], or
+// blocked (dy_blocked).
+static inline idx filter_grad_x_stage_elems(const Conv2dFilterGradArgs* a) {
+    if (a->x_direct) return 0;
+    if (a->x_blocked) return a->G * a->ci_tiles * a->chunk_rows * a->KH * a->W * a->mr;
+    return a->chunk_rows * a->KH * a->W * a->Cin + FG_MR;
+}
+static inline idx filter_grad_dy_stage_elems(const Conv2dFilterGradArgs* a) {
+    if (a->dy_direct) return 0;
+    if (a->dy_blocked) return a->G * a->c_blocks * a->chunk_rows * a->OW * a->block_vectors * a->V;
+    return a->chunk_rows * a->OW * a->G * a->cout_g_pad;
+}
+
 template <class T>
 static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->V = Simd<T>::V;
@@ -162,20 +178,10 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
-    // x rows [chunk_rows][KH][W * Cin] (+ MR elements of slack: a partial tile
-    // reads past its group's last channel) unless read in place (or blocked,
-    // see x_blocked), dy rows
-    // [chunk_rows][OW][G][cout_g_pad] likewise, then the per-row tables: a_rows,
-    // b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of and
-    // the blocked stage's slot keys (KH per row).
-    a->scratch_elems = round_up(a->x_direct    ? 0
-                                : a->x_blocked ? a->G * a->ci_tiles * a->mr * chunk * a->KH * a->W
-                                               : chunk * a->KH * a->W * a->Cin + FG_MR,
-                                16) +
-                       round_up(a->dy_direct    ? 0
-                                : a->dy_blocked ? chunk * a->OW * a->G * a->c_blocks * a->block_vectors * a->V
-                                                : chunk * a->OW * a->G * a->cout_g_pad,
-                                16) +
+    // The staged rows (filter_grad_*_stage_elems), then the per-row tables:
+    // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
+    // and the blocked stage's slot keys (KH per row).
+    a->scratch_elems = round_up(filter_grad_x_stage_elems(a), 16) + round_up(filter_grad_dy_stage_elems(a), 16) +
                        (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + 2 * a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
                        16;
 }
@@ -276,9 +282,9 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
 }
 
 // A merged tile's border pixels of one staged row (x_row: the input row the
-// kernel row reads, dy_row: the tile's channels of the output row's pixel 0): the columns in [first, last) but
-// outside [lo, hi), each (pixel, row) pair added only where its input column
-// is real, into the tile's sums in memory.
+// kernel row reads, dy_row: the tile's channels of the output row's pixel 0):
+// the columns in [first, last) but outside [lo, hi), each (pixel, row) pair
+// added only where its input column is real, into the tile's sums in memory.
 template <class T>
 static inline void filter_grad_merged_border(const Conv2dFilterGradArgs* a, const FilterGradTile& f, const T* x_row,
                                              const T* dy_row, idx dy_pixel, idx nrv, T* t) {
@@ -366,9 +372,6 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     // The blocked input stage: tile (g, ct) of slot k's pixel w at
     // x_stage[(g * ci_tiles + ct) * x_tile_span + (k * W + w) * mr].
     const idx x_tile_span = chunk_rows * a->KH * a->W * a->mr;
-    const idx x_stage_elems = a->x_direct    ? 0
-                              : a->x_blocked ? a->G * a->ci_tiles * x_tile_span
-                                             : chunk_rows * a->KH * x_row + FG_MR;
     const idx x_pixel = a->x_blocked ? a->mr : a->Cin;  // the input's pixel stride as the tiles read it
     // Where a tile's first channel of a staged (or in-place) input row's pixel 0
     // lies, its kernel column's shift included.
@@ -376,9 +379,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         return a->x_blocked ? (f.g * a->ci_tiles + f.ct) * x_tile_span + f.kw * a->dw * a->mr : f.x_offset + f.r0;
     };
     T* x_stage = (T*)raw;
-    T* dy_stage = x_stage + round_up(x_stage_elems, 16);
-    const idx dy_stage_elems = a->dy_direct ? 0 : a->dy_blocked ? a->G * a->c_blocks * block_span : chunk_rows * dy_row;
-    const T** a_rows = (const T**)(dy_stage + round_up(dy_stage_elems, 16));
+    T* dy_stage = x_stage + round_up(filter_grad_x_stage_elems(a), 16);
+    const T** a_rows = (const T**)(dy_stage + round_up(filter_grad_dy_stage_elems(a), 16));
     const T** b_rows = a_rows + chunk_rows;
     const T** x_rows = b_rows + chunk_rows;         // the input row of (chunk row, kh)
     const T** dy_rows = x_rows + chunk_rows * a->KH;  // the output-gradient row of a chunk row
