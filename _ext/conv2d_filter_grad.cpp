@@ -182,7 +182,8 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
     // and the blocked stage's slot keys (KH per row).
     a->scratch_elems = round_up(filter_grad_x_stage_elems(a), 16) + round_up(filter_grad_dy_stage_elems(a), 16) +
-                       (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + 2 * a->KH) * chunk * sizeof(idx)) / sizeof(T)) +
+                       (idx)(((3 + a->KH) * chunk * sizeof(void*) + (1 + 2 * a->KH) * chunk * sizeof(idx)) /
+                             sizeof(T)) +
                        16;
 }
 
@@ -324,7 +325,8 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
             if (plain && count == block) {  // whole vectors (gather_rows would call memcpy per pixel)
                 const T* src = (const T*)a->dy + offset + (g * a->cout_g + c0);
                 for (idx ow = 0; ow < a->OW; ++ow)
-                    for (idx q = 0; q < block; q += S::V) S::store(d + ow * block + q, S::load(src + ow * a->dy_s[2] + q));
+                    for (idx q = 0; q < block; q += S::V)
+                        S::store(d + ow * block + q, S::load(src + ow * a->dy_s[2] + q));
             } else {
                 gather_rows<T>(d, block, a->dy, a->dy_type, offset + (g * a->cout_g + c0) * a->dy_s[3], a->OW,
                                a->dy_s[2], count, a->dy_s[3]);
@@ -442,13 +444,13 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                 ++used;
             }
             T* t = acc + tile * a->tile_elems;
-            const idx nrv = filter_grad_vectors(a, f.c0);
+            const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel;
             if (used > 0) {
                 switch (nrv) {
-                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
-                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
-                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t); break;
-                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a->sw * x_pixel, dy_pixel, t);
+                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
+                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
+                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
+                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t);
                 }
             }
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
@@ -470,9 +472,9 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             const idx kw = a->kw_merged ? (f.r0 + p) / a->cin_g : f.kw;
             const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
             // A run of channels at a time (element by element, the stores took 10% of bpf_late).
-            scatter_rows<T>(a->out, a->out_type,
-                            f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] + (f.g * a->cout_g + f.c0) * a->out_s[3],
-                            1, 0, cols, a->out_s[3], t + p * nrv * S::V, 0);
+            const idx at =
+                f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] + (f.g * a->cout_g + f.c0) * a->out_s[3];
+            scatter_rows<T>(a->out, a->out_type, at, 1, 0, cols, a->out_s[3], t + p * nrv * S::V, 0);
         }
     }
 }

@@ -127,9 +127,10 @@ void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scr
 
 // Tile shapes per ISA (generic, AVX2, AVX-512): output pixels of a tile of 4,
 // 3, 2 and 1 vectors of output channels (4 * MR4, 3 * MR3, 2 * MR2 and MR1
-// accumulators; 0: no such tile).  Blocks of 4 vectors serve rows too short for
-// an MR2 tile (fwd_late's 7 columns: a 7 x 2 tile loads a broadcast for every
-// 2 FMAs, a 7 x 4 tile for every 4), where AVX-512's 32 registers hold them.
+// accumulators; 0: no such tile).  Wider blocks serve rows too short for an MR2
+// tile (fwd_late's 7 columns: a 7 x 2 tile loads a broadcast for every 2 FMAs,
+// a 7 x 4 tile for every 4): 4 vectors where AVX-512's 32 registers hold them,
+// 3 (tiles of 4 and 3 pixels) in AVX2's 16.
 constexpr int FWD_MR4 = per_isa(THIS_ISA, 0, 0, 7);
 constexpr int FWD_MR3 = per_isa(THIS_ISA, 0, 4, 8);
 // Vectors of a channel block for rows of at most FWD_SHORT_ROW columns.
@@ -235,9 +236,10 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
 // (c0 a multiple of block_vecs vectors when packed block by block).
 template <class T>
 static inline const T* conv2d_forward_packed(const Conv2dForwardArgs* a, idx kh, idx kw, idx g, idx c0) {
-    if (a->block_major)
-        return (const T*)a->packed + ((g * a->blocks_per_group + c0 / (a->block_vecs * a->V) - a->packed_first_block) * a->KH * a->KW +
-                                      kh * a->KW + kw) * a->cin_g * a->b_pitch;
+    if (a->block_major) {
+        const idx block = g * a->blocks_per_group + c0 / (a->block_vecs * a->V) - a->packed_first_block;
+        return (const T*)a->packed + ((block * a->KH + kh) * a->KW + kw) * a->cin_g * a->b_pitch;
+    }
     return (const T*)a->packed + ((kh * a->KW + kw) * a->G + g) * a->cin_g * a->cout_g_pad + c0;
 }
 
@@ -262,8 +264,8 @@ static bool conv2d_forward_pack_block(const Conv2dForwardArgs* a, idx g, idx c0,
                 }
                 continue;
             }
-            gather_rows<T>(d, width, a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3],
-                           a->cin_g, a->w_s[2], count, a->w_s[3]);
+            const idx from = kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3];
+            gather_rows<T>(d, width, a->w, a->w_type, from, a->cin_g, a->w_s[2], count, a->w_s[3]);
             if (count < width)  // the scratch may hold an earlier block's weights
                 for (idx k = 0; k < a->cin_g; ++k)
                     for (idx c = count; c < width; ++c) d[k * width + c] = T(0);
@@ -294,8 +296,8 @@ static void conv2d_forward_pack(Conv2dForwardArgs* a) {
         for (idx kw = 0; kw < a->KW; ++kw)
             for (idx g = 0; g < a->G; ++g) {  // cin_g rows of the group's channels
                 T* dst = (T*)conv2d_forward_packed<T>(a, kh, kw, g, 0);
-                gather_rows<T>(dst, a->b_pitch, a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3],
-                               a->cin_g, a->w_s[2], a->cout_g, a->w_s[3]);
+                const idx from = kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3];
+                gather_rows<T>(dst, a->b_pitch, a->w, a->w_type, from, a->cin_g, a->w_s[2], a->cout_g, a->w_s[3]);
                 // The padding channels are zero (the buffer comes zeroed).
                 nonfinite |= any_nonfinite(dst, a->cin_g * a->b_pitch);
             }

@@ -248,9 +248,9 @@ static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs*
 // Out of line: inlined into the row, its speed hung on how the compiler laid out
 // the whole row function (AVX2 dwi_mult2 0.15 or 0.19 ms after unrelated changes).
 template <class T, int MR>
-CVZ_NOINLINE static void depthwise_input_grad_tile(const DepthwiseInputGradArgs* a, const T* const* rows, const idx* kh_of,
-                                             idx n_rows, idx pixel, idx m_step, idx iw0, idx c0, T* out,
-                                             idx out_pixel) {
+CVZ_NOINLINE static void depthwise_input_grad_tile(const DepthwiseInputGradArgs* a, const T* const* rows,
+                                                   const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw0,
+                                                   idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     const T* packed = (const T*)a->packed;
