@@ -263,10 +263,10 @@ static inline FilterGradTile filter_grad_tile_at(const Conv2dFilterGradArgs* a, 
     const idx per_row = a->kw_merged ? 1 : a->KW;
     const idx reduction = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
     FilterGradTile f;
-    const idx base = reduction / a->ci_tiles, extra = reduction % a->ci_tiles;  // the first `extra` tiles: base + 1
+    const EvenSplit split(reduction, a->ci_tiles);
     f.kh = tap / per_row, f.kw = tap % per_row, f.g = g, f.ct = ct;
-    f.r0 = ct * base + (ct < extra ? ct : extra);
-    f.rows = base + (ct < extra ? 1 : 0);
+    f.r0 = split.first(ct);
+    f.rows = split.size(ct);
     f.c0 = cb * a->block_vectors * Simd<T>::V;
     f.x_offset = a->kw_merged ? 0 : f.kw * a->dw * a->Cin + f.g * a->cin_g;
     f.lo = f.first = a->ow_first[f.kw], f.hi = f.last = a->ow_last[f.kw];
@@ -340,11 +340,11 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
 template <class T>
 static void filter_grad_stage_x_blocked(const Conv2dFilterGradArgs* a, idx n, idx ih, T* dst, idx tile_span) {
     const bool plain = (sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64) && a->x_s[3] == 1;
-    const idx base = a->cin_g / a->ci_tiles, extra = a->cin_g % a->ci_tiles;
+    const EvenSplit split(a->cin_g, a->ci_tiles);  // the tiles of filter_grad_tile_at (never merged here)
     const idx offset = n * a->x_s[0] + ih * a->x_s[1];
     for (idx g = 0; g < a->G; ++g)
         for (idx ct = 0; ct < a->ci_tiles; ++ct) {
-            const idx r0 = ct * base + (ct < extra ? ct : extra), rows = base + (ct < extra ? 1 : 0);
+            const idx r0 = split.first(ct), rows = split.size(ct);
             T* d = dst + (g * a->ci_tiles + ct) * tile_span;
             const idx from = offset + (g * a->cin_g + r0) * a->x_s[3];
             if (plain) {

@@ -1116,12 +1116,12 @@ static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScr
     // smallest shape that covers the rest (tile_shape).
     constexpr idx half = (MR + 1) / 2;
     const bool balanced = n_pix >= half;
-    const idx count = (n_pix + MR - 1) / MR, base = count > 0 ? n_pix / count : 0, extra = count > 0 ? n_pix % count : 0;
+    const EvenSplit split(n_pix, balanced ? (n_pix + MR - 1) / MR : 1);
     idx j0 = 0, tile_index = 0;
     while (j0 < n_pix) {
         const idx rest = n_pix - j0;
         // The tile's shape, and so the dy pixels it reads.
-        const idx shape = balanced ? base + (tile_index < extra ? 1 : 0) : tile_shape<MR>(rest);
+        const idx shape = balanced ? split.size(tile_index) : tile_shape<MR>(rest);
         ++tile_index;
         if (a->dy_direct) {
             const idx pitch = a->dy_s[2];

@@ -149,7 +149,8 @@ inline idx cpu_llc_bytes() {
             const unsigned type = a & 31u;  // 0: no more caches; 1 data, 2 instruction, 3 unified
             if (type == 0) break;
             if (type == 2) continue;
-            const idx size = (idx)(((b >> 22) & 0x3ffu) + 1) * (((b >> 12) & 0x3ffu) + 1) * ((b & 0xfffu) + 1) * (c + 1);
+            const idx ways = ((b >> 22) & 0x3ffu) + 1, partitions = ((b >> 12) & 0x3ffu) + 1, line = (b & 0xfffu) + 1;
+            const idx size = ways * partitions * line * (idx)(c + 1);  // c + 1 sets
             if (size > best) best = size;
         }
         return best;
@@ -396,6 +397,16 @@ struct ConvDims {
 };
 
 static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
+
+// n items cut into `parts` (> 0) runs of sizes within one of each other, the
+// longer runs first: run i starts at first(i) and holds size(i) items (the
+// balanced tiles of cvz_tiles.hpp, the filter gradient's input-channel tiles).
+struct EvenSplit {
+    idx base, extra;
+    EvenSplit(idx n, idx parts) : base(n / parts), extra(n % parts) {}
+    idx first(idx i) const { return i * base + (i < extra ? i : extra); }
+    idx size(idx i) const { return base + (i < extra ? 1 : 0); }
+};
 
 static inline idx floor_div(idx a, idx b) {  // b > 0
     idx q = a / b;

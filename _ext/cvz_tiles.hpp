@@ -118,13 +118,9 @@ static inline void balanced_tiles(idx begin, idx end, Tile&& tile) {
     constexpr int half = (MR + 1) / 2;
     const idx n = end - begin;
     if (n < half) return exact_tiles<MR>(begin, end, tile);
-    const idx count = (n + MR - 1) / MR, base = n / count, extra = n % count;
-    idx p = begin;
-    for (idx i = 0; i < count; ++i) {
-        const idx size = base + (i < extra ? 1 : 0);
-        tile_of_size<half, MR>(size, p, tile);
-        p += size;
-    }
+    const idx count = (n + MR - 1) / MR;
+    const EvenSplit split(n, count);
+    for (idx i = 0; i < count; ++i) tile_of_size<half, MR>(split.size(i), begin + split.first(i), tile);
 }
 
 // Cover [begin, end) with tiles of MR pixels only, the last one moved back to
