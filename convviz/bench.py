@@ -652,11 +652,15 @@ def roofline(flops: float, nbytes: float, seconds: float, peak: float, bandwidth
 
 def case_roofline(result: Result, peaks: dict[str, Any] | None) -> Roofline | None:
     """The roofline of a result's convviz time (None without peaks or a time)."""
-    seconds = result.times.get("convviz")
+    return _roofline_of(result, peaks, result.times.get("convviz"))
+
+
+def _roofline_of(result: Result, peaks: dict[str, Any] | None, seconds: float | None) -> Roofline | None:
+    """The roofline of ``seconds`` for a result's case (None without peaks or a time)."""
     if not peaks or not seconds:
         return None
-    return roofline(result.case.flops, result.case.bytes, seconds, peak_gflops(peaks, result.case.dtype, result.case.precision),
-                    peaks["roof_bandwidth_gbs"])
+    return roofline(result.case.flops, result.case.bytes, seconds,
+                    peak_gflops(peaks, result.case.dtype, result.case.precision), peaks["roof_bandwidth_gbs"])
 
 
 def best_peer_roofline(result: Result, peaks: dict[str, Any] | None,
@@ -674,10 +678,7 @@ def best_peer_roofline(result: Result, peaks: dict[str, Any] | None,
     0.92
     """
     known = [t for t in (result.times.get(p) for p in peers) if t]
-    if not peaks or not known:
-        return None
-    return roofline(result.case.flops, result.case.bytes, min(known),
-                    peak_gflops(peaks, result.case.dtype, result.case.precision), peaks["roof_bandwidth_gbs"])
+    return _roofline_of(result, peaks, min(known) if known else None)
 
 
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
@@ -900,7 +901,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}: {version}")
     print()
     peaks = info.get("peaks")
-    print(table(results, peers or ("tensorflow", "torch"), peaks))
+    columns = peers or ("tensorflow", "torch")  # the peers' columns, "-" where not run
+    print(table(results, columns, peaks))
     if peaks:
         print()
         print(roofline_legend(peaks))
@@ -910,7 +912,7 @@ def main(argv: list[str] | None = None) -> int:
              "times": r.times, "notes": r.notes, "convviz_1thread": r.convviz_1thread,
              "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes,
              "roofline": _asdict_or_none(case_roofline(r, peaks)),
-             "best_peer_roofline": _asdict_or_none(best_peer_roofline(r, peaks, peers or ("tensorflow", "torch")))}
+             "best_peer_roofline": _asdict_or_none(best_peer_roofline(r, peaks, columns))}
             for r in results]}
         with open(args.json, "w") as handle:
             json.dump(payload, handle, indent=1)
