@@ -6,9 +6,9 @@ wide rows with full tiles), the dense filter gradient's tiles (a few input
 channels with a kernel row's taps merged, 1x1 to 7x7, narrow and wide rows, output
 gradients staged block by block for 128 or more channels), input-gradient tiles
 of every width (full, half and quarter tiles, 1- and 2-vector channel blocks,
-padded channels, groups), the
-forward pass's channel blocks (1-4 vectors, packed whole or unit by unit, split
-sums), and the in-place versus buffered paths (NHWC / NCHW, every dtype).
+padded channels, groups), the forward pass's channel blocks (1-4 vectors, packed
+whole or unit by unit, split sums), and the in-place versus buffered paths
+(NHWC / NCHW, every dtype).
 """
 
 from __future__ import annotations
