@@ -26,6 +26,9 @@ struct Conv2dInputGradArgs : ConvDims {
     // fills it and sets exact_edges when a weight is NaN or infinite.
     idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
     int direct, dy_direct, exact_edges;
+    // Staged dy rows also kept in blocks of DY_BLOCK channels ([KH][blocks][ow_span]
+    // [DY_BLOCK]) for the fused tiles (see input_grad_tile_fused); set by prepare().
+    int dy_blocked;
     void* packed;
     // precision="fast": set `dot` before prepare() to the fast paths this CPU
     // runs (FAST_BF16_DOT: AVX512_BF16 vdpbf16ps, FAST_F16_FMA: AVX512_FP16;
@@ -874,6 +877,12 @@ constexpr int MR1 = per_isa(THIS_ISA, 4, 12, 24);
 constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
 constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
 constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
+// Channels per block of the blocked dy rows (Conv2dInputGradArgs::dy_blocked),
+// which the 1-vector fused tiles read on AVX-512 (MR_FUSED 16: a window of 18 to
+// 22 pixels).  AVX2's 8-pixel tiles keep their pointers in registers, and the
+// copy only cost (bpi_cifar 0.52 -> 0.55 ms); so did 2-vector tiles (8 pixels).
+constexpr bool BLOCKED_DY = THIS_ISA == ISA_AVX512;
+constexpr int DY_BLOCK = 16;
 
 // A tile whose taps of each kernel row share dy pixels: with KWT taps per row
 // whose dy windows are offset by DSTEP pixels from each other (tap t reads
@@ -882,7 +891,13 @@ constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
 // MR + (KWT-1)*DSTEP broadcasts instead of one broadcast per MR*NRV FMAs.
 // a_rows[s]: window start of kernel row s; b_taps[s * KWT + t]: filter of tap t.
 // Per element the terms are added in order of (kernel row, output channel, tap).
-template <class T, int MR, int KWT, int DSTEP, int NRV>
+// With KB > 0 the dy windows are blocked: channel k of pixel e at
+// a[(k / KB) * a_pixel_stride + e * KB + k % KB] (a_pixel_stride the block
+// stride), so the E broadcasts of a channel sit at fixed offsets from one
+// pointer; at a run-time pixel pitch each needs its own pointer register, more
+// than x86 has (AVX-512, MR 16, 3 taps: 125-133 GFLOP/s on one core against
+// 155-169 blocked, both from L1).
+template <class T, int MR, int KWT, int DSTEP, int NRV, int KB = 0>
 static inline void input_grad_tile_fused(const T* const* a_rows, const T* const* b_taps, idx n_rows,
                                          idx a_pixel_stride, idx K, idx b_row_stride,
                                          T* out, idx out_pixel_stride, idx n_pixels) {
@@ -894,24 +909,29 @@ static inline void input_grad_tile_fused(const T* const* a_rows, const T* const*
     for (int p = 0; p < MR; ++p)
         CVZ_UNROLL(4)
         for (int q = 0; q < NRV; ++q) acc[p][q] = S::zero();
+    const idx run = KB ? KB : K;  // output channels per block (all K when not blocked)
     for (idx s = 0; s < n_rows; ++s) {
-        const T* a = a_rows[s];
         const T* const* b = b_taps + s * KWT;
-        for (idx k = 0; k < K; ++k) {
-            vec bv[KWT][NRV];
-            CVZ_UNROLL(8)
-            for (int t = 0; t < KWT; ++t)
-                CVZ_UNROLL(4)
-                for (int q = 0; q < NRV; ++q) bv[t][q] = S::load(b[t] + k * b_row_stride + q * S::V);
-            CVZ_UNROLL(64)
-            for (int e = 0; e < E; ++e) {
-                const vec av = S::set1(a[e * a_pixel_stride + k]);
+        for (idx k0 = 0; k0 < K; k0 += run) {
+            const idx k_end = K - k0 < run ? K : k0 + run;
+            const T* block = KB ? a_rows[s] + k0 / (KB ? KB : 1) * a_pixel_stride : a_rows[s];
+            for (idx k = k0; k < k_end; ++k) {
+                vec bv[KWT][NRV];
                 CVZ_UNROLL(8)
-                for (int t = 0; t < KWT; ++t) {
-                    const int p = e - (KWT - 1 - t) * DSTEP;
-                    if (p >= 0 && p < MR)
-                        CVZ_UNROLL(4)
-                        for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[t][q], acc[p][q]);
+                for (int t = 0; t < KWT; ++t)
+                    CVZ_UNROLL(4)
+                    for (int q = 0; q < NRV; ++q) bv[t][q] = S::load(b[t] + k * b_row_stride + q * S::V);
+                const T* ak = block + (k - k0);
+                CVZ_UNROLL(64)
+                for (int e = 0; e < E; ++e) {
+                    const vec av = S::set1(ak[e * (KB ? KB : a_pixel_stride)]);
+                    CVZ_UNROLL(8)
+                    for (int t = 0; t < KWT; ++t) {
+                        const int p = e - (KWT - 1 - t) * DSTEP;
+                        if (p >= 0 && p < MR)
+                            CVZ_UNROLL(4)
+                            for (int q = 0; q < NRV; ++q) acc[p][q] = S::fma(av, bv[t][q], acc[p][q]);
+                    }
                 }
             }
         }
@@ -927,21 +947,26 @@ template <class T>
 using FusedTile = void (*)(const T* const*, const T* const*, idx, idx, idx, idx, T*, idx, idx);
 
 template <class T, int NRV>
-static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shape) {
+static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shape, bool blocked = false) {
     if constexpr (FUSED) {
         constexpr int MR = NRV == 1 ? MR_FUSED : MR_FUSED2, HALF = (MR + 1) / 2;
         const bool full = rest > HALF;
         *shape = full ? MR : HALF;
 #define CVZ_FUSED(k, d) \
-    if (kwt == k && dstep == d) \
-        return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>;
+    if (kwt == k && dstep == d) { \
+        if constexpr (BLOCKED_DY && NRV == 1) \
+            if (blocked) \
+                return full ? &input_grad_tile_fused<T, MR, k, d, NRV, DY_BLOCK> \
+                            : &input_grad_tile_fused<T, HALF, k, d, NRV, DY_BLOCK>; \
+        return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>; \
+    }
         CVZ_FUSED(3, 1) CVZ_FUSED(3, 2)
         if (NRV == 1) {
             CVZ_FUSED(5, 1) CVZ_FUSED(5, 2) CVZ_FUSED(7, 1) CVZ_FUSED(7, 2)
         }
 #undef CVZ_FUSED
     }
-    (void)kwt; (void)dstep; (void)rest; (void)shape;
+    (void)kwt; (void)dstep; (void)rest; (void)shape; (void)blocked;
     return nullptr;
 }
 
@@ -954,6 +979,7 @@ static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shap
 template <class T>
 struct InputGradScratch : RowTaps {
     T* dy_rows;
+    T* dy_blocks;
     T* stage;
     T* out_row;
     const T** a_ptrs;
@@ -962,12 +988,18 @@ struct InputGradScratch : RowTaps {
 
 static inline idx input_grad_mr_max() { return MR2 > MR1 ? MR2 : MR1; }
 
+// Elements of one staged dy row in blocks of DY_BLOCK channels.
+static inline idx input_grad_dy_block_elems(const Conv2dInputGradArgs* a) {
+    return (a->Cout + DY_BLOCK - 1) / DY_BLOCK * a->ow_span * DY_BLOCK;
+}
+
 template <class T>
 static inline InputGradScratch<T> input_grad_scratch(const Conv2dInputGradArgs* a, void* raw) {
     InputGradScratch<T> s;
     const idx taps = a->KH * a->KW;
     s.dy_rows = (T*)raw;
-    s.stage = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
+    s.dy_blocks = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
+    s.stage = s.dy_blocks + (a->dy_blocked ? a->KH * input_grad_dy_block_elems(a) : 0);
     s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
     s.a_ptrs = (const T**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16)), a);
     s.b_ptrs = s.a_ptrs + taps;
@@ -1010,7 +1042,12 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
                    a->KH * a->ow_span * a->Cout * (idx)sizeof(T) > DY_STAGE_MAX_BYTES;
     a->packed_bytes = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad * (idx)sizeof(T);
     const idx taps = a->KH * a->KW;
+    // Blocked copies of the staged rows where fused tiles read them (stride 1,
+    // 3, 5 or 7 taps a row) and a group's channels start on a block.
+    a->dy_blocked = BLOCKED_DY && !a->dy_direct && a->sw == 1 && (a->KW == 3 || a->KW == 5 || a->KW == 7) &&
+                    (a->G == 1 || a->cout_g % DY_BLOCK == 0) && a->cin_g_pad / a->V % 2 == 1;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
+                       (a->dy_blocked ? a->KH * input_grad_dy_block_elems(a) : 0) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
                        round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) + row_taps_bytes(a) / (idx)sizeof(T) + 16;
 }
@@ -1177,10 +1214,11 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
+    const bool blocked = NRV == 1 && a->dy_blocked;
     idx j0 = 0;
     while (j0 < n_pix) {
         idx shape = 0;
-        const FusedTile<T> tile = input_grad_fused_for<T, NRV>(kwt, dstep, n_pix - j0, &shape);
+        const FusedTile<T> tile = input_grad_fused_for<T, NRV>(kwt, dstep, n_pix - j0, &shape, blocked);
         const idx window = shape + (kwt - 1) * dstep;
         idx a_stride = Cout;
         for (idx slot = 0; slot < n_slots; ++slot) {
@@ -1202,6 +1240,13 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
                                           out_base + (r + j0 * a->sw) * out_pixel + g * out_group, a->sw * out_pixel);
             j0 += np;
             continue;
+        }
+        if (blocked) {  // the same windows in the blocked rows
+            a_stride = a->ow_span * DY_BLOCK;
+            for (idx slot = 0; slot < n_slots; ++slot)
+                s.a_ptrs[slot] = s.dy_blocks + s.row_of_slot[slot] * input_grad_dy_block_elems(a) +
+                                 g * a->cout_g / DY_BLOCK * a_stride +
+                                 (s.tap_ow0[slot * kwt + kwt - 1] + j0 - a->ow_lo) * DY_BLOCK;
         }
         for (idx c0 = c_begin; c0 < c_end; c0 += NRV * S::V) {
             for (idx slot = 0; slot < n_slots; ++slot)
@@ -1231,8 +1276,25 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
     const idx n_slots = row_slots(a, ih, &s);
     if (!a->dy_direct)
         cache_dy_rows(a, n, n_slots, &s, [&](idx oh, idx slot) {
-            gather_rows<T>(s.dy_rows + slot * row_elems + (0 - a->ow_lo) * Cout, Cout, a->dy, a->dy_type,
-                           n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2], Cout, a->dy_s[3]);
+            T* staged = s.dy_rows + slot * row_elems + (0 - a->ow_lo) * Cout;
+            gather_rows<T>(staged, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2],
+                           Cout, a->dy_s[3]);
+            if (a->dy_blocked) {  // the same row, DY_BLOCK channels a block (zeros past Cout stay zero)
+                T* blocks = s.dy_blocks + slot * input_grad_dy_block_elems(a) + (0 - a->ow_lo) * DY_BLOCK;
+                for (idx c0 = 0; c0 < Cout; c0 += DY_BLOCK) {
+                    const idx width = Cout - c0 < DY_BLOCK ? Cout - c0 : DY_BLOCK;
+                    T* block = blocks + c0 / DY_BLOCK * a->ow_span * DY_BLOCK;
+                    for (idx ow = 0; ow < a->OW; ++ow) {
+                        const T* from = staged + ow * Cout + c0;
+                        if (width == DY_BLOCK) {
+                            static_assert(DY_BLOCK % S::V == 0, "a block is whole vectors");
+                            for (int i = 0; i < DY_BLOCK; i += S::V) S::store(block + ow * DY_BLOCK + i, S::load(from + i));
+                        } else {
+                            for (idx i = 0; i < width; ++i) block[ow * DY_BLOCK + i] = from[i];
+                        }
+                    }
+                }
+            }
         });
 
     T* out_base;
