@@ -26,6 +26,9 @@ struct Conv2dInputGradArgs : ConvDims {
     // fills it and sets exact_edges when a weight is NaN or infinite.
     idx V, cin_g_pad, ow_lo, ow_span, scratch_elems;
     int direct, dy_direct, exact_edges;
+    // Cached dy rows per thread, kept as a ring when dy_ring (see dy_cache_slots).
+    idx dy_slots;
+    int dy_ring;
     // Staged dy rows also kept in blocks of DY_BLOCK channels ([KH][blocks][ow_span]
     // [DY_BLOCK]) for the fused tiles (see input_grad_tile_fused); set by prepare().
     int dy_blocked;
@@ -77,10 +80,23 @@ struct RowTaps {
     idx* tap_k;        // its kernel tap kh * KW + kw
 };
 
+// How many dy rows a thread keeps staged (Conv2dInputGradArgs::dy_slots): the
+// dy rows one input row reads lie within a span of (KH - 1) * dh / sh + 1, so
+// with that many slots in a ring (row oh in slot oh % span) consecutive input
+// rows find every row they share, where KH slots kept none across rows with
+// dilation 2 (rows ih and ih + 1 read no common dy row, and each row's three
+// evicted the previous row's: each dy row staged three times).  A span too wide
+// to keep (large dilations) gets KH slots, refilled as rows need them.
+static inline void dy_cache_slots(Conv2dInputGradArgs* a) {
+    const idx span = (a->KH - 1) * a->dh / a->sh + 1;
+    a->dy_ring = span <= a->KH + 8;
+    a->dy_slots = a->dy_ring ? span : a->KH;
+}
+
 // Bytes of the tables and of the two pointer arrays (a_ptrs, b_ptrs) after them.
 static inline idx row_taps_bytes(const Conv2dInputGradArgs* a) {
     const idx taps = a->KH * a->KW;
-    return (idx)((4 * a->KH + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*));
+    return (idx)((3 * a->KH + a->dy_slots + 3 * taps) * sizeof(idx) + 2 * taps * sizeof(void*));
 }
 
 // Fill *t from `ints`; returns where the pointer arrays start.
@@ -89,7 +105,7 @@ static inline void* carve_row_taps(RowTaps* t, idx* ints, const Conv2dInputGradA
     t->slot_kh = ints;
     t->slot_oh = ints + a->KH;
     t->slot_key = t->slot_oh + a->KH;
-    t->row_of_slot = t->slot_key + a->KH;
+    t->row_of_slot = t->slot_key + a->dy_slots;
     t->tap_ow0 = t->row_of_slot + a->KH;
     t->tap_slot = t->tap_ow0 + taps;
     t->tap_k = t->tap_slot + taps;
@@ -109,20 +125,32 @@ static inline idx row_slots(const Conv2dInputGradArgs* a, idx ih, RowTaps* t) {
 }
 
 // Point row_of_slot[i] at a buffer slot holding dy row (n, slot_oh[i]): a cached
-// one, else a slot no other kernel row needs, filled by stage(oh, slot).  The
-// KH slots stay cached across the thread's consecutive rows, which share most
-// of their dy rows (slot_key = n * OH + oh + 1; 0 = empty, as zeroed).
+// one, else (ring) slot oh % dy_slots or (no ring) a slot no other kernel row
+// needs, filled by stage(oh, slot).  The dy_slots slots stay cached across the
+// thread's consecutive rows, which share most of their dy rows (slot_key = n * OH
+// + oh + 1; 0 = empty, as zeroed).
 template <class Stage>
 static inline void cache_dy_rows(const Conv2dInputGradArgs* a, idx n, idx n_slots, RowTaps* t, Stage stage) {
+    if (a->dy_ring) {
+        for (idx i = 0; i < n_slots; ++i) {
+            const idx at = t->slot_oh[i] % a->dy_slots, key = n * a->OH + t->slot_oh[i] + 1;
+            if (t->slot_key[at] != key) {
+                stage(t->slot_oh[i], at);
+                t->slot_key[at] = key;
+            }
+            t->row_of_slot[i] = at;
+        }
+        return;
+    }
     for (idx i = 0; i < n_slots; ++i) {
         t->row_of_slot[i] = -1;
-        for (idx k = 0; k < a->KH; ++k)
+        for (idx k = 0; k < a->dy_slots; ++k)
             if (t->slot_key[k] == n * a->OH + t->slot_oh[i] + 1) t->row_of_slot[i] = k;
     }
     for (idx i = 0; i < n_slots; ++i) {
         if (t->row_of_slot[i] >= 0) continue;
         idx free_slot = 0;
-        for (idx k = 0; k < a->KH; ++k) {
+        for (idx k = 0; k < a->dy_slots; ++k) {
             bool needed = false;
             for (idx j = 0; j < n_slots; ++j) needed = needed || t->row_of_slot[j] == k;
             if (!needed) { free_slot = k; break; }
@@ -268,7 +296,7 @@ static bool applies(const Conv2dInputGradArgs* a) {
     return a->dy_type == BF16 && a->w_type == BF16 && a->dx_type == BF16 && fast_filter_finite(a, 0x7f80u);
 }
 
-// Per-thread scratch: staged dy rows (KH cache slots), the float32 output row,
+// Per-thread scratch: staged dy rows (dy_slots cache slots), the float32 output row,
 // then the row walk's tables and pointer arrays.
 struct Scratch : RowTaps {
     pair* dy_rows;
@@ -282,7 +310,7 @@ static inline idx row_pairs(const Conv2dInputGradArgs* a) { return a->ow_span * 
 static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
     Scratch s;
     s.dy_rows = (pair*)raw;
-    s.out_row = (float*)(s.dy_rows + round_up(a->KH * row_pairs(a), 16));
+    s.out_row = (float*)(s.dy_rows + round_up(a->dy_slots * row_pairs(a), 16));
     s.a_ptrs = (const pair**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->W * a->G * a->cin_g_pad, 16)), a);
     s.b_ptrs = s.a_ptrs + a->KH * a->KW;
     return s;
@@ -293,7 +321,7 @@ static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
 static void prepare(Conv2dInputGradArgs* a) {
     a->K2 = (a->cout_g + 1) / 2;
     a->packed_bytes = a->KH * a->KW * a->G * a->K2 * a->cin_g_pad * (idx)sizeof(pair);
-    a->scratch_elems = round_up(a->KH * row_pairs(a), 16) + round_up(a->W * a->G * a->cin_g_pad, 16) +
+    a->scratch_elems = round_up(a->dy_slots * row_pairs(a), 16) + round_up(a->W * a->G * a->cin_g_pad, 16) +
                        row_taps_bytes(a) / (idx)sizeof(float) + 16;
 }
 
@@ -454,7 +482,7 @@ static void stage_row(const Conv2dInputGradArgs* a, idx n, idx oh, pair* dst_row
 }
 
 // Input row dx[n, ih] (row = n * H + ih): the default path's walk (kernel rows
-// reaching the row, staged dy rows cached in KH slots, phases r of the stride,
+// reaching the row, staged dy rows cached in dy_slots slots, phases r of the stride,
 // their taps), with the pair tiles.
 static void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
     Scratch s = scratch(a, raw);
@@ -586,10 +614,10 @@ static inline idx row_halves(const Conv2dInputGradArgs* a) { return round_up(a->
 static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
     Scratch s;
     s.dy_rows = (half*)raw;
-    s.out_row = (float*)(s.dy_rows + a->KH * row_halves(a));
+    s.out_row = (float*)(s.dy_rows + a->dy_slots * row_halves(a));
     s.tap_scale = s.out_row + round_up(a->W * a->G * a->cin_g_pad, 16);
     s.slot_exp = (idx*)(s.tap_scale + round_up(a->KH * a->KW, 16));
-    s.a_ptrs = (const half**)carve_row_taps(&s, s.slot_exp + a->KH, a);
+    s.a_ptrs = (const half**)carve_row_taps(&s, s.slot_exp + a->dy_slots, a);
     s.b_ptrs = s.a_ptrs + a->KH * a->KW;
     return s;
 }
@@ -598,9 +626,9 @@ static Scratch scratch(const Conv2dInputGradArgs* a, void* raw) {
 // float32 lanes and tiles of up to 24 pixels, more than these tiles reach).
 static void prepare(Conv2dInputGradArgs* a) {
     a->packed_bytes = round_up(a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad, 32) * (idx)sizeof(half);
-    const idx bytes = a->KH * row_halves(a) * (idx)sizeof(half) +
+    const idx bytes = a->dy_slots * row_halves(a) * (idx)sizeof(half) +
                       (round_up(a->W * a->G * a->cin_g_pad, 16) + round_up(a->KH * a->KW, 16)) * (idx)sizeof(float) +
-                      a->KH * (idx)sizeof(idx) + row_taps_bytes(a);
+                      a->dy_slots * (idx)sizeof(idx) + row_taps_bytes(a);
     a->scratch_elems = bytes / (idx)sizeof(float) + 16;
 }
 
@@ -831,6 +859,7 @@ const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_input_grad_row);
 }  // namespace
 
 void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64) {
+    dy_cache_slots(a);
     isa_pick(prepare_table, isa, f64)(a);
     const int wanted = f64 || isa != ISA_AVX512 ? 0 : a->dot;
     a->dot = (wanted & FAST_BF16_DOT) && dot_bf16::applies(a) ? FAST_BF16_DOT
@@ -878,9 +907,11 @@ constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
 constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
 constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
 // Channels per block of the blocked dy rows (Conv2dInputGradArgs::dy_blocked),
-// which the 1-vector fused tiles read on AVX-512 (MR_FUSED 16: a window of 18 to
-// 22 pixels).  AVX2's 8-pixel tiles keep their pointers in registers, and the
-// copy only cost (bpi_cifar 0.52 -> 0.55 ms); so did 2-vector tiles (8 pixels).
+// which AVX-512's fused tiles read where their windows span 12 pixels or more:
+// 1-vector tiles (MR_FUSED 16: 18 to 22 pixels) and 2-vector tiles with a window
+// step of 2 (bpi_dilated 1.048 -> 1.021 ms).  Steps of 1 (10 pixels: bpi_resnet
+// 5.96 -> 6.02) and AVX2's 8-pixel tiles keep their pointers in registers, and
+// blocked they only paid the copy (AVX2 bpi_cifar 0.52 -> 0.55).
 constexpr bool BLOCKED_DY = THIS_ISA == ISA_AVX512;
 constexpr int DY_BLOCK = 16;
 
@@ -954,7 +985,7 @@ static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shap
         *shape = full ? MR : HALF;
 #define CVZ_FUSED(k, d) \
     if (kwt == k && dstep == d) { \
-        if constexpr (BLOCKED_DY && NRV == 1) \
+        if constexpr (BLOCKED_DY && (NRV == 1 || d > 1)) \
             if (blocked) \
                 return full ? &input_grad_tile_fused<T, MR, k, d, NRV, DY_BLOCK> \
                             : &input_grad_tile_fused<T, HALF, k, d, NRV, DY_BLOCK>; \
@@ -998,8 +1029,8 @@ static inline InputGradScratch<T> input_grad_scratch(const Conv2dInputGradArgs* 
     InputGradScratch<T> s;
     const idx taps = a->KH * a->KW;
     s.dy_rows = (T*)raw;
-    s.dy_blocks = s.dy_rows + round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16);
-    s.stage = s.dy_blocks + (a->dy_blocked ? a->KH * input_grad_dy_block_elems(a) : 0);
+    s.dy_blocks = s.dy_rows + round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16);
+    s.stage = s.dy_blocks + (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0);
     s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
     s.a_ptrs = (const T**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16)), a);
     s.b_ptrs = s.a_ptrs + taps;
@@ -1039,15 +1070,15 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     // vs 18.5, bpi_k7 3.96 vs 4.07, bpi_stride2 9.7 vs 9.9; 2x224x224x64 and
     // bpi_dilated the same within the noise).
     a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout &&
-                   a->KH * a->ow_span * a->Cout * (idx)sizeof(T) > DY_STAGE_MAX_BYTES;
+                   a->dy_slots * a->ow_span * a->Cout * (idx)sizeof(T) > DY_STAGE_MAX_BYTES;
     a->packed_bytes = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad * (idx)sizeof(T);
     const idx taps = a->KH * a->KW;
     // Blocked copies of the staged rows where fused tiles read them (stride 1,
     // 3, 5 or 7 taps a row) and a group's channels start on a block.
     a->dy_blocked = BLOCKED_DY && !a->dy_direct && a->sw == 1 && (a->KW == 3 || a->KW == 5 || a->KW == 7) &&
-                    (a->G == 1 || a->cout_g % DY_BLOCK == 0) && a->cin_g_pad / a->V % 2 == 1;
-    a->scratch_elems = round_up(a->dy_direct ? 0 : a->KH * a->ow_span * a->Cout, 16) +
-                       (a->dy_blocked ? a->KH * input_grad_dy_block_elems(a) : 0) +
+                    (a->G == 1 || a->cout_g % DY_BLOCK == 0) && (a->cin_g_pad / a->V % 2 == 1 || a->dw > 1);
+    a->scratch_elems = round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16) +
+                       (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
                        round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) + row_taps_bytes(a) / (idx)sizeof(T) + 16;
 }
@@ -1214,7 +1245,7 @@ static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradSc
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
-    const bool blocked = NRV == 1 && a->dy_blocked;
+    const bool blocked = a->dy_blocked && (NRV == 1 || dstep > 1);
     idx j0 = 0;
     while (j0 < n_pix) {
         idx shape = 0;
