@@ -905,15 +905,20 @@ constexpr int MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int MR1 = per_isa(THIS_ISA, 4, 12, 24);
 constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
 constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
-constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 4, 8);
+constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 1, 8);
 // Channels per block of the blocked dy rows (Conv2dInputGradArgs::dy_blocked),
 // which AVX-512's fused tiles read where their windows span 12 pixels or more:
 // 1-vector tiles (MR_FUSED 16: 18 to 22 pixels) and 2-vector tiles with a window
-// step of 2 (bpi_dilated 1.048 -> 1.021 ms).  Steps of 1 (10 pixels: bpi_resnet
-// 5.96 -> 6.02) and AVX2's 8-pixel tiles keep their pointers in registers, and
-// blocked they only paid the copy (AVX2 bpi_cifar 0.52 -> 0.55).
+// step of 2 (bpi_dilated 1.048 -> 1.021 ms).  AVX2's 8-pixel tiles keep their
+// pointers in registers, and blocked they only paid the copy (AVX2 bpi_cifar
+// 0.52 -> 0.55).
 constexpr bool BLOCKED_DY = THIS_ISA == ISA_AVX512;
 constexpr int DY_BLOCK = 16;
+// 2-vector fused tiles run only there (blocked, step 2): elsewhere the plain
+// tiles beat them (Intel Xeon, paired, 2 threads: AVX-512 bpi_resnet 5.97 ->
+// 5.78 ms; AVX2 bpi_resnet 12.66 -> 11.45, bpi_cifar 0.525 -> 0.495, bpi_dilated
+// 2.01 -> 1.89).  Each of their 2 * MR accumulators takes KWT chained FMAs per
+// output channel, which AVX2's 4 x 2 tile could not hide behind the latency.
 
 // A tile whose taps of each kernel row share dy pixels: with KWT taps per row
 // whose dy windows are offset by DSTEP pixels from each other (tap t reads
@@ -989,7 +994,8 @@ static FusedTile<T> input_grad_fused_for(idx kwt, idx dstep, idx rest, idx* shap
             if (blocked) \
                 return full ? &input_grad_tile_fused<T, MR, k, d, NRV, DY_BLOCK> \
                             : &input_grad_tile_fused<T, HALF, k, d, NRV, DY_BLOCK>; \
-        return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>; \
+        if constexpr (NRV == 1) \
+            return full ? &input_grad_tile_fused<T, MR, k, d, NRV> : &input_grad_tile_fused<T, HALF, k, d, NRV>; \
     }
         CVZ_FUSED(3, 1) CVZ_FUSED(3, 2)
         if (NRV == 1) {
@@ -1355,7 +1361,7 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
             const idx wide_end = cin_g_pad / (2 * S::V) * (2 * S::V);
             idx fused_shape = 0;
             if (wide_end > 0) {
-                if (fusable && input_grad_fused_for<T, 2>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                if (fusable && input_grad_fused_for<T, 2>(kwt, dstep, n_pix, &fused_shape, a->dy_blocked) != nullptr)
                     input_grad_row_fused<T, 2>(a, s, n, g, 0, wide_end, r, n_pix, n_slots, kwt, dstep, out_base,
                                                out_pixel, out_group);
                 else
@@ -1363,7 +1369,7 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
                                                        out_pixel, out_group);
             }
             if (wide_end < cin_g_pad) {
-                if (fusable && input_grad_fused_for<T, 1>(kwt, dstep, n_pix, &fused_shape) != nullptr)
+                if (fusable && input_grad_fused_for<T, 1>(kwt, dstep, n_pix, &fused_shape, a->dy_blocked) != nullptr)
                     input_grad_row_fused<T, 1>(a, s, n, g, wide_end, cin_g_pad, r, n_pix, n_slots, kwt, dstep,
                                                out_base, out_pixel, out_group);
                 else
