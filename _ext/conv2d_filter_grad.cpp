@@ -435,14 +435,19 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         // Every tile of this unit adds the chunk.
         for (idx tile = tile_begin; tile < tile_end; ++tile) {
             const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
+            // The tile's offsets into every row, computed once (block_at divides:
+            // per row, 4% of an AVX2 bpf_late).
+            const idx a_offset = x_at(f) + (f.lo * a->sw - a->pl) * x_pixel;
+            const idx b_offset = f.lo * dy_pixel + block_at(f.g, f.c0);
             idx used = 0;
-            for (idx r = 0; r < n_rows; ++r) {
-                if (ih_of[r * a->KH + f.kh] < 0 || f.hi <= f.lo) continue;
-                a_rows[used] = x_rows[r * a->KH + f.kh] + x_at(f) + (f.lo * a->sw - a->pl) * x_pixel;
-                b_rows[used] = dy_rows[r] + f.lo * dy_pixel + block_at(f.g, f.c0);
-                counts[used] = f.hi - f.lo;
-                ++used;
-            }
+            if (f.hi > f.lo)
+                for (idx r = 0; r < n_rows; ++r) {
+                    if (ih_of[r * a->KH + f.kh] < 0) continue;
+                    a_rows[used] = x_rows[r * a->KH + f.kh] + a_offset;
+                    b_rows[used] = dy_rows[r] + b_offset;
+                    counts[used] = f.hi - f.lo;
+                    ++used;
+                }
             T* t = acc + tile * a->tile_elems;
             const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel;
             if (used > 0) {
