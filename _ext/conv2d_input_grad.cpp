@@ -903,22 +903,24 @@ void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* sc
 // vectors of input channels; fused tiles (1 and 2 vectors), if any.
 constexpr int MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int MR1 = per_isa(THIS_ISA, 4, 12, 24);
-constexpr bool FUSED = THIS_ISA != ISA_GENERIC;
-constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 8, 16);
+constexpr bool FUSED = THIS_ISA == ISA_AVX512;
+constexpr int MR_FUSED = per_isa(THIS_ISA, 1, 1, 16);
 constexpr int MR_FUSED2 = per_isa(THIS_ISA, 1, 1, 8);
+// Fused tiles on AVX-512 only: AVX2's (8 x 1 and 4 x 2 vectors) lost to the
+// plain tiles (Intel Xeon, paired, 2 threads: bpi_resnet 12.66 -> 11.45 ms,
+// bpi_cifar 0.525 -> 0.495, bpi_dilated 2.01 -> 1.89; 8 and 24 input channels,
+// 1-vector tiles, 3-4% slower): their 8 accumulators each take KWT chained FMAs
+// per output channel, too few chains to hide the FMA latency.  AVX-512's 2-vector
+// tiles run only with a window step of 2, reading blocked rows (below); with a
+// step of 1 the plain tiles beat them too (bpi_resnet 5.97 -> 5.78).  Tuned on
+// Intel; AMD untested.
+//
 // Channels per block of the blocked dy rows (Conv2dInputGradArgs::dy_blocked),
-// which AVX-512's fused tiles read where their windows span 12 pixels or more:
-// 1-vector tiles (MR_FUSED 16: 18 to 22 pixels) and 2-vector tiles with a window
-// step of 2 (bpi_dilated 1.048 -> 1.021 ms).  AVX2's 8-pixel tiles keep their
-// pointers in registers, and blocked they only paid the copy (AVX2 bpi_cifar
-// 0.52 -> 0.55).
-constexpr bool BLOCKED_DY = THIS_ISA == ISA_AVX512;
+// which the fused tiles read where their windows span 12 pixels or more: 1-vector
+// tiles (MR_FUSED 16: 18 to 22 pixels) and 2-vector tiles with a window step of 2
+// (bpi_dilated 1.048 -> 1.021 ms).
+constexpr bool BLOCKED_DY = FUSED;
 constexpr int DY_BLOCK = 16;
-// 2-vector fused tiles run only there (blocked, step 2): elsewhere the plain
-// tiles beat them (Intel Xeon, paired, 2 threads: AVX-512 bpi_resnet 5.97 ->
-// 5.78 ms; AVX2 bpi_resnet 12.66 -> 11.45, bpi_cifar 0.525 -> 0.495, bpi_dilated
-// 2.01 -> 1.89).  Each of their 2 * MR accumulators takes KWT chained FMAs per
-// output channel, which AVX2's 4 x 2 tile could not hide behind the latency.
 
 // A tile whose taps of each kernel row share dy pixels: with KWT taps per row
 // whose dy windows are offset by DSTEP pixels from each other (tap t reads
