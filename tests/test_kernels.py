@@ -108,6 +108,8 @@ DENSE_FILTER_SHAPES = [  # (K, stride, dilation, width, Cin, Cout, groups)
     # 128 or more output channels: dy staged channel block by channel block
     # (a last block of 1 vector, groups, a merged stem with 4-vector blocks)
     (3, 1, 1, 9, 16, 136, 1), (3, 2, 1, 11, 32, 256, 2), (7, 2, 1, 21, 3, 160, 1), (1, 1, 1, 7, 24, 200, 1),
+    # 1x1 with blocked dy: tiles ordered by channel block, each unit staging its own blocks (groups too)
+    (1, 1, 1, 9, 32, 256, 2),
 ]
 
 
