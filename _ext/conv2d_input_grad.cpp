@@ -117,9 +117,13 @@ static inline idx row_slots(const Conv2dInputGradArgs* a, idx ih, RowTaps* t) {
     idx n_slots = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx u = ih + a->pt - kh * a->dh;
-        if (u < 0 || u % a->sh != 0 || u / a->sh >= a->OH) continue;
+        // (Stride 1 without the divisions: this walk runs once per input row, and
+        // its divisions were 2-4% of bpi_cifar.)
+        if (u < 0 || (a->sh != 1 && u % a->sh != 0)) continue;
+        const idx oh = a->sh == 1 ? u : u / a->sh;
+        if (oh >= a->OH) continue;
         t->slot_kh[n_slots] = kh;
-        t->slot_oh[n_slots++] = u / a->sh;
+        t->slot_oh[n_slots++] = oh;
     }
     return n_slots;
 }
@@ -168,8 +172,8 @@ static inline idx phase_taps(const Conv2dInputGradArgs* a, idx r, idx n_slots, R
     for (idx slot = 0; slot < n_slots; ++slot)
         for (idx kw = 0; kw < a->KW; ++kw) {
             const idx u = r + a->pl - kw * a->dw;
-            if (((u % a->sw) + a->sw) % a->sw != 0) continue;
-            t->tap_ow0[n_taps] = floor_div(u, a->sw);
+            if (a->sw != 1 && ((u % a->sw) + a->sw) % a->sw != 0) continue;
+            t->tap_ow0[n_taps] = a->sw == 1 ? u : floor_div(u, a->sw);
             t->tap_slot[n_taps] = slot;
             t->tap_k[n_taps++] = t->slot_kh[slot] * a->KW + kw;
         }
@@ -183,8 +187,8 @@ static inline bool phase_fusable(const RowTaps& t, idx n_taps, idx kwt, idx* dst
     if (kwt < 2) return false;
     *dstep = t.tap_ow0[0] - t.tap_ow0[1];
     bool fusable = *dstep >= 1;
-    for (idx i = 0; i < n_taps && fusable; ++i)
-        fusable = t.tap_ow0[i] == t.tap_ow0[i - i % kwt] - (i % kwt) * *dstep;
+    for (idx row = 0; row < n_taps && fusable; row += kwt)
+        for (idx i = 0; i < kwt && fusable; ++i) fusable = t.tap_ow0[row + i] == t.tap_ow0[row] - i * *dstep;
     return fusable;
 }
 
