@@ -30,8 +30,9 @@ struct Conv2dInputGradArgs : ConvDims {
     idx dy_slots;
     int dy_ring;
     // Staged dy rows also kept in blocks of DY_BLOCK channels ([KH][blocks][ow_span]
-    // [DY_BLOCK]) for the fused tiles (see input_grad_tile_fused); set by prepare().
-    int dy_blocked;
+    // [DY_BLOCK]) for the fused tiles (see input_grad_tile_fused); set by prepare(),
+    // with dy_pixel_rows: whether any tile reads the plain staged rows as well.
+    int dy_blocked, dy_pixel_rows;
     void* packed;
     // precision="fast": set `dot` before prepare() to the fast paths this CPU
     // runs (FAST_BF16_DOT: AVX512_BF16 vdpbf16ps, FAST_F16_FMA: AVX512_FP16;
@@ -1089,6 +1090,13 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     // 3, 5 or 7 taps a row) and a group's channels start on a block.
     a->dy_blocked = BLOCKED_DY && !a->dy_direct && a->sw == 1 && (a->KW == 3 || a->KW == 5 || a->KW == 7) &&
                     (a->G == 1 || a->cout_g % DY_BLOCK == 0) && (a->cin_g_pad / a->V % 2 == 1 || a->dw > 1);
+    // Where every tile reads the blocked rows (1-vector tiles, and 2-vector ones
+    // at 3 taps with step 2; window steps of 1 or 2), the plain rows are not
+    // staged at all, and plain float dy is blocked straight from the caller's
+    // array (bpi_cifar: the plain copy was 5% of the time).  Edge tiles of a
+    // non-finite filter read the plain rows: conv2d_input_grad_row checks that.
+    a->dy_pixel_rows = !a->dy_blocked || !dy_same || a->dy_s[3] != 1 || a->dw > 2 ||
+                       (a->cin_g_pad >= 2 * a->V && !(a->KW == 3 && a->dw == 2));
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16) +
                        (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
@@ -1322,15 +1330,20 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
     if (!a->dy_direct)
         cache_dy_rows(a, n, n_slots, &s, [&](idx oh, idx slot) {
             T* staged = s.dy_rows + slot * row_elems + (0 - a->ow_lo) * Cout;
-            gather_rows<T>(staged, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2],
-                           Cout, a->dy_s[3]);
+            const bool pixel_rows = a->dy_pixel_rows || a->exact_edges;
+            if (pixel_rows)
+                gather_rows<T>(staged, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2],
+                               Cout, a->dy_s[3]);
             if (a->dy_blocked) {  // the same row, DY_BLOCK channels a block (zeros past Cout stay zero)
                 T* blocks = s.dy_blocks + slot * input_grad_dy_block_elems(a) + (0 - a->ow_lo) * DY_BLOCK;
+                // From the plain copy, or (plain float dy, see prepare) the caller's row.
+                const T* row = pixel_rows ? staged : (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+                const idx pitch = pixel_rows ? Cout : a->dy_s[2];
                 for (idx c0 = 0; c0 < Cout; c0 += DY_BLOCK) {
                     const idx width = Cout - c0 < DY_BLOCK ? Cout - c0 : DY_BLOCK;
                     T* block = blocks + c0 / DY_BLOCK * a->ow_span * DY_BLOCK;
                     for (idx ow = 0; ow < a->OW; ++ow) {
-                        const T* from = staged + ow * Cout + c0;
+                        const T* from = row + ow * pitch + c0;
                         if (width == DY_BLOCK) {
                             static_assert(DY_BLOCK % S::V == 0, "a block is whole vectors");
                             for (int i = 0; i < DY_BLOCK; i += S::V) S::store(block + ow * DY_BLOCK + i, S::load(from + i));
