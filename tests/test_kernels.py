@@ -69,13 +69,13 @@ INPUT_SHAPES = [  # (K, stride, dilation, width, C_in, C_out, groups)
     (3, 1, 1, 56, 64, 32, 1), (3, 2, 1, 57, 32, 48, 1), (3, 1, 2, 37, 16, 16, 1), (7, 1, 1, 29, 16, 8, 1),
     (3, 1, 1, 13, 3, 8, 1), (3, 2, 1, 30, 48, 16, 2), (1, 1, 1, 50, 40, 24, 1), (4, 3, 2, 31, 24, 12, 3),
     (3, 1, 1, 5, 16, 16, 1), (2, 2, 1, 9, 33, 7, 1),
-    # narrow channels: fused tiles (3/5/7 taps a row, window steps 1 and 2, groups, edges)
+    # narrow channels: AVX-512's fused tiles (3/5/7 taps a row, window steps 1 and 2, groups, edges)
     (5, 2, 1, 43, 16, 16, 1), (7, 1, 2, 45, 8, 16, 1), (3, 1, 1, 33, 32, 32, 2), (5, 1, 2, 11, 16, 8, 1),
     (7, 2, 1, 60, 16, 4, 1),
     # AVX-512's blocked dy rows: a partial last block of output channels, a 1-vector
     # remainder after 2-vector blocks, 5 taps a row
     (3, 1, 1, 40, 48, 20, 1), (5, 1, 1, 24, 16, 36, 1),
-    # wide fused tiles (two vectors of input channels, 3 taps a row, steps 1 and 2)
+    # two vectors of input channels, 3 taps a row: AVX-512's blocked fused tiles at step 2, plain tiles at step 1
     (3, 1, 2, 53, 64, 24, 1), (3, 1, 1, 19, 32, 40, 1), (3, 1, 1, 70, 96, 16, 2),
 ]
 
