@@ -344,11 +344,8 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
         const idx g = gcb / a->c_blocks, cb = gcb % a->c_blocks;
         const idx c0 = cb * block, count = a->cout_g - c0 < block ? a->cout_g - c0 : block;
         T* d = dst + (g * a->c_blocks + cb) * block_span;
-        if (plain && count == block) {  // whole vectors (gather_rows would call memcpy per pixel)
-            const T* src = (const T*)a->dy + offset + (g * a->cout_g + c0);
-            for (idx ow = 0; ow < a->OW; ++ow)
-                for (idx q = 0; q < block; q += S::V)
-                    S::store(d + ow * block + q, S::load(src + ow * a->dy_s[2] + q));
+        if (plain && count == block) {
+            copy_channel_block<T>(d, block, (const T*)a->dy + offset + (g * a->cout_g + c0), a->dy_s[2], a->OW, count);
         } else {
             gather_rows<T>(d, block, a->dy, a->dy_type, offset + (g * a->cout_g + c0) * a->dy_s[3], a->OW,
                            a->dy_s[2], count, a->dy_s[3]);

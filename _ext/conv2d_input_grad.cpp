@@ -1086,17 +1086,25 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
                    a->dy_slots * a->ow_span * a->Cout * (idx)sizeof(T) > DY_STAGE_MAX_BYTES;
     a->packed_bytes = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad * (idx)sizeof(T);
     const idx taps = a->KH * a->KW;
-    // Blocked copies of the staged rows where fused tiles read them (stride 1,
-    // 3, 5 or 7 taps a row) and a group's channels start on a block.
-    a->dy_blocked = BLOCKED_DY && !a->dy_direct && a->sw == 1 && (a->KW == 3 || a->KW == 5 || a->KW == 7) &&
-                    (a->G == 1 || a->cout_g % DY_BLOCK == 0) && (a->cin_g_pad / a->V % 2 == 1 || a->dw > 1);
-    // Where every tile reads the blocked rows (1-vector tiles, and 2-vector ones
-    // at 3 taps with step 2; window steps of 1 or 2), the plain rows are not
-    // staged at all, and plain float dy is blocked straight from the caller's
-    // array (bpi_cifar: the plain copy was 5% of the time).  Edge tiles of a
+    // Blocked copies of the staged rows where a fused tile reads them: at stride
+    // 1 every row's taps are KW windows dw pixels apart, so input_grad_fused_for
+    // (the tiles' own dispatch) tells, for the 1-vector remainder and the
+    // 2-vector blocks of input channels; and only where a group's channels start
+    // on a block.
+    const bool narrow = a->cin_g_pad / a->V % 2 == 1, wide = a->cin_g_pad >= 2 * a->V;
+    idx shape = 0;
+    const bool narrow_blocked =
+        narrow && a->sw == 1 && input_grad_fused_for<T, 1>(a->KW, a->dw, 1, &shape, true) != nullptr;
+    const bool wide_blocked =
+        wide && a->sw == 1 && input_grad_fused_for<T, 2>(a->KW, a->dw, 1, &shape, true) != nullptr;
+    a->dy_blocked = BLOCKED_DY && !a->dy_direct && (a->G == 1 || a->cout_g % DY_BLOCK == 0) &&
+                    (narrow_blocked || wide_blocked);
+    // Where every tile reads the blocked rows, the plain rows are not staged at
+    // all, and plain float dy is blocked straight from the caller's array
+    // (bpi_cifar: the plain copy was 5% of the time).  Edge tiles of a
     // non-finite filter read the plain rows: conv2d_input_grad_row checks that.
-    a->dy_pixel_rows = !a->dy_blocked || !dy_same || a->dy_s[3] != 1 || a->dw > 2 ||
-                       (a->cin_g_pad >= 2 * a->V && !(a->KW == 3 && a->dw == 2));
+    a->dy_pixel_rows = !a->dy_blocked || !dy_same || a->dy_s[3] != 1 || (narrow && !narrow_blocked) ||
+                       (wide && !wide_blocked);
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16) +
                        (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0) +
                        round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
@@ -1267,7 +1275,7 @@ CVZ_NOINLINE static void input_grad_row_fused(const Conv2dInputGradArgs* a, cons
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
-    const bool blocked = a->dy_blocked && (NRV == 1 || dstep > 1);
+    const bool blocked = a->dy_blocked != 0;  // a 2-vector fused tile is reached only blocked
     idx j0 = 0;
     while (j0 < n_pix) {
         idx shape = 0;
@@ -1339,19 +1347,9 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
                 // From the plain copy, or (plain float dy, see prepare) the caller's row.
                 const T* row = pixel_rows ? staged : (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
                 const idx pitch = pixel_rows ? Cout : a->dy_s[2];
-                for (idx c0 = 0; c0 < Cout; c0 += DY_BLOCK) {
-                    const idx width = Cout - c0 < DY_BLOCK ? Cout - c0 : DY_BLOCK;
-                    T* block = blocks + c0 / DY_BLOCK * a->ow_span * DY_BLOCK;
-                    for (idx ow = 0; ow < a->OW; ++ow) {
-                        const T* from = row + ow * pitch + c0;
-                        if (width == DY_BLOCK) {
-                            static_assert(DY_BLOCK % S::V == 0, "a block is whole vectors");
-                            for (int i = 0; i < DY_BLOCK; i += S::V) S::store(block + ow * DY_BLOCK + i, S::load(from + i));
-                        } else {
-                            for (idx i = 0; i < width; ++i) block[ow * DY_BLOCK + i] = from[i];
-                        }
-                    }
-                }
+                for (idx c0 = 0; c0 < Cout; c0 += DY_BLOCK)
+                    copy_channel_block<T>(blocks + c0 / DY_BLOCK * a->ow_span * DY_BLOCK, DY_BLOCK, row + c0, pitch,
+                                          a->OW, Cout - c0 < DY_BLOCK ? Cout - c0 : DY_BLOCK);
             }
         });
 

@@ -157,6 +157,22 @@ static void gather_rows_t(T* dst, idx dst_stride, const void* src, idx offset, i
         }
 }
 
+// Channels [0, width) of n_pixels pixels already in the compute type (pixel pitch
+// `pitch` at src) into dst, `block` elements a pixel: whole vectors where the
+// block is full (gather_rows would call memcpy for every pixel), element by
+// element otherwise.  The blocked stages of the input and filter gradients.
+template <class T>
+static inline void copy_channel_block(T* dst, idx block, const T* src, idx pitch, idx n_pixels, idx width) {
+    typedef Simd<T> S;
+    if (width == block && block % S::V == 0) {
+        for (idx p = 0; p < n_pixels; ++p)
+            for (idx q = 0; q < block; q += S::V) S::store(dst + p * block + q, S::load(src + p * pitch + q));
+        return;
+    }
+    for (idx p = 0; p < n_pixels; ++p)
+        for (idx q = 0; q < width; ++q) dst[p * block + q] = src[p * pitch + q];
+}
+
 template <class T>
 static void gather_rows(T* dst, idx dst_stride, const void* src, int type, idx offset, idx n_outer, idx s_outer,
                         idx n_inner, idx s_inner, idx repeat = 1) {
