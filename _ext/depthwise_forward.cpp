@@ -245,7 +245,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     const T* packed = (const T*)a->packed;
     const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         const idx lines_per_tile = ahead.lines_per(a->OW / DF_MR + 1);
-        overlapping_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
+        stencil_row_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
                 stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(

@@ -373,7 +373,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const T* packed = (const T*)a->packed;
     const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
-        overlapping_tiles<DI_MR>(0, a->W, [&](auto shape, idx first) {
+        stencil_row_tiles<DI_MR>(0, a->W, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
             for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
                 stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
