@@ -151,9 +151,9 @@ static inline void stencil_row_tiles(idx begin, idx end, Tile&& tile) {
 }
 
 // A stencil tile for per-channel (depthwise) sums, with KW taps per row and
-// stride SW known at compile time:
-//   out[p * out_pixel] = sum over i < n_rows, k < KW of
-//       rows[i][x_off + (p * SW + k) * pixel] * w[i][k * w_step],
+// stride SW known at compile time, over NV channel vectors:
+//   out[p * out_pixel + v * V] = sum over i < n_rows, k < KW of
+//       rows[i][x_off + (p * SW + k) * pixel + v * V] * w[i][k * w_step + v * V],
 //   w[i] = w0 + kh_of[i] * w_row_step,
 // added in the order of rows, then k (the order of depthwise_forward_tile);
 // stored with S::stream (bypassing the caches) when `stream`.
@@ -163,21 +163,25 @@ static inline void stencil_row_tiles(idx begin, idx end, Tile&& tile) {
 // With CLIP, only the input vectors j in [j_lo, j_hi) exist (the others are
 // padding): their taps are skipped, not multiplied by zero, so a NaN or Inf in
 // the filter reaches only the sums that contain it.
-template <class T, int MR, int KW, int SW, bool CLIP = false>
+template <class T, int MR, int KW, int SW, int NV, bool CLIP = false>
 static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, const T* w0, const idx* kh_of,
                                 idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream,
                                 idx j_lo = 0, idx j_hi = 0) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    vec acc[MR];
+    vec acc[MR][NV];
     CVZ_UNROLL(32)
-    for (int p = 0; p < MR; ++p) acc[p] = S::zero();
+    for (int p = 0; p < MR; ++p)
+        CVZ_UNROLL(4)
+        for (int v = 0; v < NV; ++v) acc[p][v] = S::zero();
     for (idx i = 0; i < n_rows; ++i) {
         const T* x = rows[i] + x_off;
         const T* w = w0 + kh_of[i] * w_row_step;
-        vec wv[KW];
+        vec wv[KW][NV];
         CVZ_UNROLL(16)
-        for (int k = 0; k < KW; ++k) wv[k] = S::load(w + k * w_step);
+        for (int k = 0; k < KW; ++k)
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV; ++v) wv[k][v] = S::load(w + k * w_step + v * S::V);
         const T* xj = x;
         CVZ_UNROLL(64)
         for (int j = 0; j < (MR - 1) * SW + KW; ++j) {
@@ -186,22 +190,31 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
                 CVZ_OPAQUE(xj);
                 continue;
             }
-            const vec xv = S::load(xj);
+            vec xv[NV];
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV; ++v) xv[v] = S::load(xj + v * S::V);
             xj += pixel;
             CVZ_OPAQUE(xj);
-            CVZ_UNROLL(16)
-            for (int k = 0; k < KW; ++k) {
-                const int q = j - k;  // = p * SW for the output pixel p that reads x[j] through tap k
-                if (q >= 0 && q % SW == 0 && q / SW < MR) acc[q / SW] = S::fma(xv, wv[k], acc[q / SW]);
-            }
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV; ++v)
+                CVZ_UNROLL(16)
+                for (int k = 0; k < KW; ++k) {
+                    const int q = j - k;  // = p * SW for the output pixel p that reads x[j] through tap k
+                    if (q >= 0 && q % SW == 0 && q / SW < MR)
+                        acc[q / SW][v] = S::fma(xv[v], wv[k][v], acc[q / SW][v]);
+                }
         }
     }
     if (stream) {  // out and out_pixel aligned to the vector (the caller checks)
         CVZ_UNROLL(32)
-        for (int p = 0; p < MR; ++p) S::stream(out + p * out_pixel, acc[p]);
+        for (int p = 0; p < MR; ++p)
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV; ++v) S::stream(out + p * out_pixel + v * S::V, acc[p][v]);
     } else {
         CVZ_UNROLL(32)
-        for (int p = 0; p < MR; ++p) S::store(out + p * out_pixel, acc[p]);
+        for (int p = 0; p < MR; ++p)
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV; ++v) S::store(out + p * out_pixel + v * S::V, acc[p][v]);
     }
 }
 
@@ -211,17 +224,17 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
 // pixels included (done pixel by pixel, the border took a fifth of a 5x5
 // depthwise forward).  With col0 < 0 the tile's input pointer starts before the
 // row; the clipped columns are never read.
-template <class T, int MR, int KW, int SW>
+template <class T, int MR, int KW, int SW, int NV = 1>
 static inline void stencil_tile_clipped(const T* const* rows, idx col0, idx cols, idx c0, idx pixel, const T* w0,
                                         const idx* kh_of, idx w_row_step, idx w_step, idx n_rows, T* out,
                                         idx out_pixel, bool stream) {
     constexpr idx span = (MR - 1) * SW + KW;
     if (col0 >= 0 && col0 + span <= cols)
-        stencil_tile<T, MR, KW, SW>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows, out,
-                                    out_pixel, stream);
+        stencil_tile<T, MR, KW, SW, NV>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows, out,
+                                        out_pixel, stream);
     else
-        stencil_tile<T, MR, KW, SW, true>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows,
-                                          out, out_pixel, stream, -col0, cols - col0);
+        stencil_tile<T, MR, KW, SW, NV, true>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows,
+                                              out, out_pixel, stream, -col0, cols - col0);
 }
 
 // Calls f(integral_constant<KW>, integral_constant<SW>) when stencil_tile has an

@@ -193,6 +193,37 @@ static inline void depthwise_forward_edge_pixel(const DepthwiseForwardArgs* a, c
     });
 }
 
+// A whole output row through stencil tiles of MR pixels by NV channel vectors
+// (the channels in groups of NV vectors, the rest in NV/2, NV/4, 1): at stride
+// 2, 4 pixels by 2 vectors on AVX-512 and AVX2 alike, where the row path's
+// tiles of DF_MR pixels by one vector read twice DF_MR input pixels a vector at
+// a time.  In one process, 2 threads, 8 images, 3x3 unless said (ms, 16x1 ->
+// 4x2 on AVX-512; 8x1 -> 4x2 on AVX2): 112x112x64 0.77 -> 0.645 and 0.81 ->
+// 0.69, 56x56x128 0.38 -> 0.314 and 0.42 -> 0.34, 28x28x256 0.186 -> 0.17 and
+// 0.22 -> 0.18, 56x56x96 0.31 -> 0.258 and 0.305 -> 0.245, 56x56x64 5x5 0.31
+// -> 0.277 and 0.33 -> 0.31, 112x112x32 0.35 -> 0.33 and 0.376 -> 0.343 (8x1
+// and 2x4 on AVX-512, 8x1, 2x2 and 1x4 on AVX2 were slower).  At stride 1 the
+// wider tiles lost (112x112x32: 2 vectors by 4, 8 or 12 pixels, 0.64 -> 0.72-0.82).
+// Kept out of line: inlined, it made GCC stop inlining the full tiles into
+// depthwise_forward_row (AVX2 dwc_mobilenet 0.70 -> 0.80 ms).
+template <class T, int MR, int NV, int KW, int SW>
+CVZ_NOINLINE static void depthwise_forward_stencil_row(const DepthwiseForwardArgs* a, const T* const* rows,
+                                                       const idx* kh_of, idx n_rows, idx pixel, T* out,
+                                                       idx out_pixel, RowPrefetch& ahead) {
+    typedef Simd<T> S;
+    const T* packed = (const T*)a->packed;
+    const idx lines_per_tile = ahead.lines_per(a->OW / MR + 1);
+    stencil_row_tiles<MR>(0, a->OW, [&](auto shape, idx ow) {
+        ahead.step(lines_per_tile);
+        exact_tiles<NV>(0, a->cm_pad / S::V, [&](auto nv, idx v0) {
+            const idx c0 = v0 * S::V;
+            stencil_tile_clipped<T, decltype(shape)::value, KW, SW, decltype(nv)::value>(
+                rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad, n_rows,
+                out + ow * out_pixel + c0, out_pixel, a->y_stream);
+        });
+    });
+}
+
 template <class T>
 static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* raw) {
     typedef Simd<T> S;
@@ -244,14 +275,19 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
     // cover [ow_lo, ow_hi) and the border pixels go one at a time.
     const T* packed = (const T*)a->packed;
     const bool stencil = with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
-        const idx lines_per_tile = ahead.lines_per(a->OW / DF_MR + 1);
-        stencil_row_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
-            ahead.step(lines_per_tile);
-            for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-                stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
-                    rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
-                    n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream);
-        });
+        if constexpr (decltype(sw)::value == 2) {  // see depthwise_forward_stencil_row
+            depthwise_forward_stencil_row<T, 4, 2, decltype(kw)::value, 2>(a, rows, kh_of, n_rows, pixel, out,
+                                                                          out_pixel, ahead);
+        } else {
+            const idx lines_per_tile = ahead.lines_per(a->OW / DF_MR + 1);
+            stencil_row_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
+                ahead.step(lines_per_tile);
+                for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
+                    stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+                        rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad,
+                        a->cm_pad, n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream);
+            });
+        }
     });
     if (!stencil) {
         const idx lines_per_tile = ahead.lines_per((a->ow_hi - a->ow_lo) / DF_MR + 1);

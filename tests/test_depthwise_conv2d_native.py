@@ -113,15 +113,17 @@ def test_bitwise_the_same_for_any_thread_count(rng):
     assert all(a.tobytes() == ys[0].tobytes() for a in ys) and all(a.tobytes() == dxs[0].tobytes() for a in dxs)
 
 
-@pytest.mark.parametrize("k, stride", [(3, 1), (5, 1), (3, 2), (5, 2)])
-def test_stencil_rows_of_every_width(k, stride, rng):
+@pytest.mark.parametrize("k, stride, channels", [(3, 1, 16), (5, 1, 16), (3, 2, 16), (5, 2, 16), (3, 2, 48)])
+def test_stencil_rows_of_every_width(k, stride, channels, rng):
     """Widths 1-40 on every SIMD variant: the stencil tiles cover each row, clipped
     where they reach into the padding (on one side, both, or neither) and the
-    last one moved back over the tile before it.  A filter tap set to Inf
-    reaches exactly the cells whose sum reads it through a real input cell."""
+    last one moved back over the tile before it; at stride 2 the tiles take two
+    channel vectors at a time (48 channels: 2 + 1 vectors with AVX-512, 2 + 2 + 2
+    with AVX2).  A filter tap set to Inf reaches exactly the cells whose sum
+    reads it through a real input cell."""
     for w in range(1, 41):
         for padding in ("SAME", "VALID"):
-            g = _geometry(1, 4, w, 16, 1, k, "NHWC", padding, (stride, stride), (1, 1))
+            g = _geometry(1, 4, w, channels, 1, k, "NHWC", padding, (stride, stride), (1, 1))
             if 0 in g.output_shape:
                 continue
             x = rng.standard_normal(g.input_shape).astype(np.float32)
