@@ -201,9 +201,10 @@ static inline void depthwise_forward_edge_pixel(const DepthwiseForwardArgs* a, c
 // 4x2 on AVX-512; 8x1 -> 4x2 on AVX2): 112x112x64 0.77 -> 0.645 and 0.81 ->
 // 0.69, 56x56x128 0.38 -> 0.314 and 0.42 -> 0.34, 28x28x256 0.186 -> 0.17 and
 // 0.22 -> 0.18, 56x56x96 0.31 -> 0.258 and 0.305 -> 0.245, 56x56x64 5x5 0.31
-// -> 0.277 and 0.33 -> 0.31, 112x112x32 0.35 -> 0.33 and 0.376 -> 0.343 (8x1
-// and 2x4 on AVX-512, 8x1, 2x2 and 1x4 on AVX2 were slower).  At stride 1 the
-// wider tiles lost (112x112x32: 2 vectors by 4, 8 or 12 pixels, 0.64 -> 0.72-0.82).
+// -> 0.277 and 0.33 -> 0.31, 112x112x32 0.35 -> 0.33 and 0.376 -> 0.343.  8x1
+// lost on both, 2x2 and 1x4 on AVX2; AVX-512's 2x4 won on 64 and 256 channels
+// (0.61, 0.16) but lost on 32 (0.35).  At stride 1 the wider tiles lost
+// (112x112x32: 2 vectors by 4, 8 or 12 pixels, 0.64 -> 0.72-0.82).
 // Kept out of line: inlined, it made GCC stop inlining the full tiles into
 // depthwise_forward_row (AVX2 dwc_mobilenet 0.70 -> 0.80 ms).
 template <class T, int MR, int NV, int KW, int SW>
