@@ -113,9 +113,11 @@ void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void*
 // of output channels (2 * MR accumulators).
 constexpr int FG_MR = per_isa(THIS_ISA, 4, 6, 14);
 // Groups of up to this many input channels merge a kernel row's taps (see
-// prepare): MR/4, and 3 on AVX2 (an RGB stem), whose MR/4 of 2 left bpf_stem
-// in 3-row tiles of 2 vectors: 6 FMAs for 5 loads.
-constexpr int FG_MERGE_MAX_CIN = (FG_MR + 3) / 4 > 3 ? (FG_MR + 3) / 4 : 3;
+// prepare): MR/4, in tiles of MR/2 rows where the output channels are wide, and
+// 3 on AVX2 (an RGB stem, in MR-row tiles), whose MR/4 of 2 left bpf_stem in
+// 3-row tiles of 2 vectors: 6 FMAs for 5 loads.
+constexpr int FG_MERGE_HALF_TILE_MAX_CIN = (FG_MR + 3) / 4;
+constexpr int FG_MERGE_MAX_CIN = FG_MERGE_HALF_TILE_MAX_CIN > 3 ? FG_MERGE_HALF_TILE_MAX_CIN : 3;
 // Output pixels per chunk (about): enough to amortise a tile's load and store,
 // few enough that a chunk's staged rows stay in the core's cache.
 constexpr idx FG_CHUNK_PIXELS = 256;
@@ -148,7 +150,7 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // channels, where 49 taps of 3 rows took 4-row tiles).
     a->kw_merged = a->G == 1 && a->dw == 1 && a->KW > 1 && a->cin_g <= FG_MERGE_MAX_CIN;
     const bool wide = a->cout_g_pad >= 4 * a->V;
-    a->mr = a->kw_merged && wide && a->cin_g <= (FG_MR + 3) / 4 ? (FG_MR + 1) / 2 : FG_MR;
+    a->mr = a->kw_merged && wide && a->cin_g <= FG_MERGE_HALF_TILE_MAX_CIN ? (FG_MR + 1) / 2 : FG_MR;
     const idx rows = a->kw_merged ? a->KW * a->cin_g : a->cin_g;
     // As few tiles as MR-row tiles need, their heights as equal as can be (64
     // channels: 13, 13, 13, 13, 12 rows, not 14, 14, 14, 14 and an 8-row

@@ -1199,9 +1199,9 @@ static inline bool input_grad_edge_tile(const idx* tap_ow0, idx n_taps, idx j0, 
 // inlined into the row function (as GCC did once the fused tiles left AVX2),
 // its tiles ran 18% slower (AVX2 bpi_k7 2.52 -> 2.98 ms).
 template <class T, int MR, int NRV>
-CVZ_NOINLINE static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
-                                idx c_end, idx r, idx n_pix, idx n_taps, T* out_base, idx out_pixel,
-                                idx out_group) {
+CVZ_NOINLINE static void input_grad_row_pass(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n,
+                                             idx g, idx c_begin, idx c_end, idx r, idx n_pix, idx n_taps, T* out_base,
+                                             idx out_pixel, idx out_group) {
     typedef Simd<T> S;
     const T* dy = (const T*)a->dy;
     const T* packed = (const T*)a->packed;
@@ -1266,9 +1266,9 @@ CVZ_NOINLINE static void input_grad_row_pass(const Conv2dInputGradArgs* a, const
 // shape + (kwt-1)*dstep pixels (in place, or staged zero-padded at the edges),
 // shared by all its channel blocks.  With a non-finite filter, edge tiles go exact.
 template <class T, int NRV>
-CVZ_NOINLINE static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n, idx g, idx c_begin,
-                                 idx c_end, idx r, idx n_pix, idx n_slots, idx kwt, idx dstep, T* out_base,
-                                 idx out_pixel, idx out_group) {
+CVZ_NOINLINE static void input_grad_row_fused(const Conv2dInputGradArgs* a, const InputGradScratch<T>& s, idx n,
+                                              idx g, idx c_begin, idx c_end, idx r, idx n_pix, idx n_slots, idx kwt,
+                                              idx dstep, T* out_base, idx out_pixel, idx out_group) {
     typedef Simd<T> S;
     const T* dy = (const T*)a->dy;
     const T* packed = (const T*)a->packed;
