@@ -1,18 +1,21 @@
 """A CPU stand-in for the part of CuPy that convviz's GPU backend uses.
 
-It runs the *real* CUDA source (``convviz/_backends/cuda_common.cuh`` and every
+It runs the *real* CUDA source (``convviz/_backends/cuda_*.cuh`` and every
 op's ``convviz/ops/<op>.cu``): it is compiled as host C++ (a small prelude maps ``__global__``, ``threadIdx`` and
 friends and ``cuda_fp16.h`` onto plain C++), and a "launch" walks the grid and
-block one thread at a time.  The kernels use neither shared memory nor
-barriers, so that serial walk computes what the GPU computes, in the same order;
-the one difference is rounding: NVRTC fuses multiply-adds by default and this
+block one thread at a time.  A kernel without barriers runs each thread to its
+end; one that uses ``__syncthreads`` (the tiled kernels) runs its block's threads as
+fibers (``ucontext``) that take turns up to each barrier, with ``__shared__``
+arrays as statics the block's fibers share -- what the GPU computes, in the same
+order.  The one difference is rounding: NVRTC fuses multiply-adds by default and this
 host build does not (``-ffp-contract=off``), and the tests' error bounds allow
 for either.
 
 "Device" arrays are wrappers around NumPy arrays that, like CuPy arrays, refuse
 implicit conversion to NumPy, so a host round trip in convviz fails loudly.
 What this cannot check: NVRTC-specific compile errors (tests/test_cuda_source.py
-compiles with nvcc where present), races between threads, launch limits, speed.
+compiles with nvcc where present), races between threads that a barrier does not
+order (fibers switch only at barriers), launch limits, speed.
 """
 
 from __future__ import annotations
@@ -39,6 +42,25 @@ struct cvz_emulated_dim3 { unsigned x, y, z; };
 static cvz_emulated_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
+
+// Barriers: the threads of a block are fibers; __syncthreads hands control back to the
+// scheduler (cvz_walk_fibers), which resumes every fiber once per barrier, in thread order.
+#include <ucontext.h>
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct float4 { float x, y, z, w; };
+struct uint4 { unsigned int x, y, z, w; };
+struct double2 { double x, y; };
+static ucontext_t cvz_scheduler;
+static ucontext_t* cvz_fiber_context;
+static unsigned cvz_fiber_current;
+static int cvz_barrier_or_pending, cvz_barrier_or_result;
+static inline void __syncthreads() { swapcontext(&cvz_fiber_context[cvz_fiber_current], &cvz_scheduler); }
+static inline int __syncthreads_or(int predicate) {
+    cvz_barrier_or_pending |= predicate != 0;
+    __syncthreads();
+    return cvz_barrier_or_result;
+}
 """
 
 # GCC's _Float16 converts with round-to-nearest-even, as __float2half_rn does.
@@ -63,6 +85,54 @@ static void cvz_walk(const unsigned* grid, unsigned threads, Body body) {
                     body();
                 }
 }
+
+#include <vector>
+static void (*cvz_fiber_body)(void*);
+static void* cvz_fiber_argument;
+static std::vector<char>* cvz_fiber_done;
+static void cvz_fiber_entry() {
+    cvz_fiber_body(cvz_fiber_argument);
+    (*cvz_fiber_done)[cvz_fiber_current] = 1;  // then uc_link returns to the scheduler
+}
+
+template <class Body>
+static void cvz_walk_fibers(const unsigned* grid, unsigned threads, Body body) {
+    gridDim = {grid[0], grid[1], grid[2]};
+    blockDim = {threads, 1, 1};
+    std::vector<ucontext_t> contexts(threads);
+    std::vector<std::vector<char>> stacks(threads, std::vector<char>(1 << 16));
+    std::vector<char> done(threads);
+    cvz_fiber_context = contexts.data();
+    cvz_fiber_done = &done;
+    cvz_fiber_body = [](void* b) { (*static_cast<Body*>(b))(); };
+    cvz_fiber_argument = &body;
+    for (unsigned z = 0; z < grid[2]; ++z)
+        for (unsigned y = 0; y < grid[1]; ++y)
+            for (unsigned x = 0; x < grid[0]; ++x) {
+                blockIdx = {x, y, z};
+                for (unsigned t = 0; t < threads; ++t) {
+                    getcontext(&contexts[t]);
+                    contexts[t].uc_stack.ss_sp = stacks[t].data();
+                    contexts[t].uc_stack.ss_size = stacks[t].size();
+                    contexts[t].uc_link = &cvz_scheduler;
+                    makecontext(&contexts[t], cvz_fiber_entry, 0);
+                    done[t] = 0;
+                }
+                cvz_barrier_or_pending = 0;
+                for (bool waiting = true; waiting;) {  // one round per barrier
+                    waiting = false;
+                    for (unsigned t = 0; t < threads; ++t) {
+                        if (done[t]) continue;
+                        cvz_fiber_current = t;
+                        threadIdx = {t, 0, 0};
+                        swapcontext(&cvz_scheduler, &contexts[t]);
+                        waiting = waiting || !done[t];
+                    }
+                    cvz_barrier_or_result = cvz_barrier_or_pending;
+                    cvz_barrier_or_pending = 0;
+                }
+            }
+}
 """
 
 _KERNEL = re.compile(r"template\s*<int TYPE>\s*__global__\s+void\s+(\w+)\s*\(([^)]*)\)")
@@ -80,6 +150,36 @@ def kernel_signatures(code: str) -> dict[str, list[str]]:
     return found
 
 
+def _bodies(code: str) -> dict[str, str]:
+    """``{function: body}`` for every function defined in ``code`` (by brace matching)."""
+    bodies: dict[str, str] = {}
+    for match in re.finditer(r"\b(\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?::[^{;]*)?\{", code):
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        bodies.setdefault(match.group(1), "")
+        bodies[match.group(1)] += code[match.end():end]
+    return bodies
+
+
+def uses_barriers(code: str, kernel: str) -> bool:
+    """Whether ``kernel`` reaches ``__syncthreads`` (in its body or a function it calls)."""
+    bodies = _bodies(code)
+    seen, todo = set(), [kernel]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        body = bodies.get(name, "")
+        if "__syncthreads" in body:
+            return True
+        todo.extend(called for called in re.findall(r"\b(\w+)\s*[(<]", body) if called in bodies)
+    return False
+
+
 def instantiation(name: str, types: list[str], type_code: int) -> tuple[str, list[str]]:
     """The kernel's name and parameter types with ``TYPE`` = ``type_code``."""
     return f"{name}<{type_code}>", [re.sub(r"\bTYPE\b", str(type_code), t) for t in types]
@@ -95,8 +195,9 @@ def launchers(code: str, name_expressions: list[str]) -> str:
         kernel, type_code = re.fullmatch(r"(\w+)<(\d)>", expression).groups()
         call, types = instantiation(kernel, signatures[kernel], int(type_code))
         args = ", ".join(f"({t})a[{i}]" if t.endswith("*") else f"*({t}*)a[{i}]" for i, t in enumerate(types))
+        walk = "cvz_walk_fibers" if uses_barriers(code, kernel) else "cvz_walk"
         out.append(f'extern "C" void launch_{kernel}_{type_code}(const unsigned* g, unsigned b, void** a) '
-                   f"{{ cvz_walk(g, b, [&] {{ {call}({args}); }}); }}")
+                   f"{{ {walk}(g, b, [&] {{ {call}({args}); }}); }}")
     return "\n".join(out)
 
 
@@ -248,6 +349,7 @@ cuda = types.SimpleNamespace(
     Device=_Device,
     runtime=types.SimpleNamespace(
         getDeviceCount=lambda: 1,
+        getDevice=lambda: 0,
         runtimeGetVersion=lambda: 0,
         getDeviceProperties=lambda i: {"name": b"convviz CPU emulator"},
     ),

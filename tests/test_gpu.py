@@ -24,6 +24,7 @@ from helpers import DTYPES, assert_close_to_reference, random_array, reference_p
 import convviz
 from convviz._backends import cuda
 from convviz.ops import OPS
+from convviz.ops._op import clear_gpu_plans
 
 
 def _real_gpu() -> bool:
@@ -46,9 +47,11 @@ def cp(request, monkeypatch):
             pytest.skip("the CuPy emulator needs a C++ compiler")
         module = cupy_emulator.as_module()
         monkeypatch.setitem(sys.modules, "cupy", module)
-    cuda._module.cache_clear()  # compiled kernels belong to one CuPy
+    cuda._module.cache_clear()  # compiled kernels and plans belong to one CuPy
+    clear_gpu_plans()
     yield module
     cuda._module.cache_clear()
+    clear_gpu_plans()
 
 
 DATA = Path(__file__).parent / "data"
@@ -187,3 +190,49 @@ def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatc
                                                                      [1] * 4, "SAME"))
     exact, bound = reference_pair_dwf(x, [3, 5, 40, 2], dy, strides=[1] * 4, padding="SAME")
     assert_close_to_reference(got, exact, bound, "float32")
+
+
+@pytest.mark.parametrize("stride, dilation, padding", [(1, 1, "SAME"), (2, 1, "SAME"), (1, 2, "VALID"), (2, 2, "SAME")])
+def test_nan_and_inf_land_where_the_cpu_puts_them(stride, dilation, padding, rng, cp):
+    # The tiled kernels load a term that does not exist (padding, a stride gap) as 0; a NaN
+    # weight or out_backprop cell must still not reach the cells whose sums skip it.
+    x = rng.standard_normal((2, 9, 11, 24)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 24, 40)).astype(np.float32)
+    f[0, 2, 5, 7], f[2, 0, 3, 1] = np.nan, np.inf
+    window = dict(strides=[1, stride, stride, 1], padding=padding, dilations=[1, dilation, dilation, 1])
+    y = convviz.conv2d(x, f, **window)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx = convviz.conv2d_backprop_input(list(x.shape), f, dy, **window)
+    dy_bad = dy.copy()
+    dy_bad[0, 0, 0, 3], dy_bad[1, -1, -1, 9] = np.inf, np.nan
+    dw = convviz.conv2d_backprop_filter(x, list(f.shape), dy_bad, **window)
+    on_gpu = [convviz.conv2d(cp.asarray(x), cp.asarray(f), **window),
+              convviz.conv2d_backprop_input(list(x.shape), cp.asarray(f), cp.asarray(dy), **window),
+              convviz.conv2d_backprop_filter(cp.asarray(x), list(f.shape), cp.asarray(dy_bad), **window)]
+    for want, got in zip([y, dx, dw], on_gpu):
+        got = cp.asnumpy(got)
+        assert np.isnan(want).any() and np.isinf(want).any()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+
+
+def test_a_repeated_call_reuses_its_plan_and_new_strides_get_their_own(rng, cp, monkeypatch):
+    op = next(o for o in OPS if o.name == "conv2d_backprop_input")
+    validated = []
+    validate = op.validate
+    monkeypatch.setattr(op, "validate", lambda *a, **k: validated.append(1) or validate(*a, **k))
+    f = cp.asarray(random_array(rng, (3, 3, 8, 16), "float32"))
+    dy_host = random_array(rng, (2, 6, 6, 16), "float32")
+    dy = cp.asarray(dy_host)
+    first = convviz.conv2d_backprop_input([2, 6, 6, 8], f, dy, [1] * 4, "SAME")
+    again = convviz.conv2d_backprop_input([2, 6, 6, 8], f, dy, [1] * 4, "SAME")
+    assert len(validated) == 1 and cp.array_equal(first, again)
+    # The same shape with other strides (an NCHW array seen as NHWC) is another signature.
+    dy_view = cp.asarray(np.ascontiguousarray(dy_host.transpose(0, 3, 1, 2))).transpose(0, 2, 3, 1)
+    third = convviz.conv2d_backprop_input([2, 6, 6, 8], f, dy_view, [1] * 4, "SAME")
+    assert len(validated) == 2 and cp.array_equal(first, third)
+    # And a plan never outlives a bad argument: a wrong size is still refused.
+    with pytest.raises(ValueError):
+        convviz.conv2d_backprop_input([2, 6, 6, 9], f, dy, [1] * 4, "SAME")

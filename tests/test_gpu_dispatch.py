@@ -33,9 +33,14 @@ class FakeCupyArray:
         return FakeCupyArray(self._a.transpose(*axes))
 
 
+class _FakePlan:
+    def run(self, *tensors):
+        return "gpu-result"
+
+
 def _fake_cupy(devices: int):
     module = types.ModuleType("cupy")
-    runtime = types.SimpleNamespace(getDeviceCount=lambda: devices)
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: devices, getDevice=lambda: 0)
     module.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda *a: types.SimpleNamespace(
         mem_info=(2**33, 2**34), id=0))
     module.__version__ = "0.0-fake"
@@ -51,8 +56,8 @@ def no_cupy(monkeypatch):
 def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(devices=1))
     calls = []
-    for op in ops.OPS:  # every op's GPU launcher records its validated call instead
-        monkeypatch.setattr(op, "run_gpu", lambda call, name=op.name: calls.append((name, call)) or "gpu-result")
+    for op in ops.OPS:  # every op's GPU plan records its validated call instead
+        monkeypatch.setattr(op, "plan_gpu", lambda call, name=op.name: calls.append((name, call)) or _FakePlan())
     return calls
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .._validate import BFLOAT16
 from ..errors import DeviceError
 
 COMMON = Path(__file__).with_name("cuda_common.cuh")
+TILES = Path(__file__).with_name("cuda_tiles.cuh")  # the tiled kernels' engine, used by several ops
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3,
               np.dtype(np.int32): 4}
 THREADS = 256
@@ -42,8 +43,8 @@ def declare_kernels(source: Path, *names: str) -> None:
 
 
 def source() -> str:
-    """The whole CUDA source: the shared types, then every declared op's kernels."""
-    return "\n".join(path.read_text() for path in [COMMON, *_SOURCES])
+    """The whole CUDA source: the shared types and tile engine, then every declared op's kernels."""
+    return "\n".join(path.read_text() for path in [COMMON, TILES, *_SOURCES])
 
 
 def kernel_names() -> list[str]:
@@ -112,10 +113,10 @@ def element_strides(array: Any) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
 
-def run_dense(op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: tuple[int, ...],
-              first: Any, second: Any, images: tuple[bool, bool, bool],
-              second_shape: tuple[int, ...] | None = None) -> Any:
-    """Launch a dense op's one-thread-per-element kernel; returns the CuPy result.
+class DensePlan:
+    """A dense op's GPU launch for one signature (shapes, dtype, strides, device): the kernel,
+    grid and parameters are chosen and uploaded once, so a repeated call only makes its
+    arrays' views, allocates the result and launches (the ops cache plans by signature).
 
     The kernel takes ``(first, second, result, params, total)``: ``params`` holds
     N H W C_in OH OW C_out KH KW G cin_g cout_g, sh sw dh dw pad_top pad_left,
@@ -125,25 +126,116 @@ def run_dense(op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: 
     ``second_shape``, ``second`` is read as that shape (a depthwise filter
     [KH, KW, C, M] as the dense [KH, KW, 1, C * M]).  An empty input or result
     gives zeros: an empty sum.
+
+    ``tiled(cp, first, second, result, params, type_code)``, given, may return a launch
+    ``(first, second, result) -> None`` of the op's tiled kernel for these views; when it
+    returns None the one-thread-per-element kernel ``kernel_name`` runs.
     """
-    cp = require_device(op)
-    nchw = geometry.data_format == "NCHW"
-    if 0 in shape or 0 in first.shape or 0 in second.shape:
-        return cp.zeros(shape, dtype=dtype)
-    a = device_array(cp, first, dtype)
-    b = device_array(cp, second, dtype)
-    if second_shape is not None:
-        b = cp.ascontiguousarray(b).reshape(second_shape)
-    out, store = result_array(cp, shape, dtype)
-    a, b, c = (nhwc(x, nchw and image) for x, image in zip((a, b, store), images))
+
+    def __init__(self, op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: tuple[int, ...],
+                 first: Any, second: Any, images: tuple[bool, bool, bool],
+                 second_shape: tuple[int, ...] | None = None, tiled: Callable[..., Any] | None = None) -> None:
+        self.cp = cp = require_device(op)
+        self.dtype, self.shape, self.images, self.second_shape = dtype, shape, images, second_shape
+        self.nchw = geometry.data_format == "NCHW"
+        self.launch: Callable[[Any, Any, Any], None] | None = None
+        if 0 in shape or 0 in first.shape or 0 in second.shape:
+            return
+        a, b, _, c = self.operands(first, second)
+        params = dense_params(geometry, a, c, b)
+        code = TYPE_CODES[dtype]
+        self.launch = tiled(cp, a, b, c, params, code) if tiled is not None else None
+        if self.launch is None:
+            function, p, total = kernel(f"{kernel_name}<{code}>"), int64_array(cp, params), int(np.prod(shape))
+            self.launch = lambda a, b, c: function((blocks(total),), (THREADS,), (a, b, c, p, np.int64(total)))
+
+    def operands(self, first: Any, second: Any) -> tuple[Any, Any, Any, Any]:
+        """``(first, second, result, result's storage)`` as the kernels see them."""
+        cp = self.cp
+        a = device_array(cp, first, self.dtype)
+        b = device_array(cp, second, self.dtype)
+        if self.second_shape is not None:
+            b = cp.ascontiguousarray(b).reshape(self.second_shape)
+        out, store = result_array(cp, self.shape, self.dtype)
+        a, b, c = (nhwc(x, self.nchw and image) for x, image in zip((a, b, store), self.images))
+        return a, b, out, c
+
+    def run(self, first: Any, second: Any) -> Any:
+        if self.launch is None:
+            return self.cp.zeros(self.shape, dtype=self.dtype)
+        a, b, out, c = self.operands(first, second)
+        self.launch(a, b, c)
+        return out
+
+
+class Reordered:
+    """A plan whose ``run`` takes the op's tensors in the op's order (``order[i]`` is the
+    plan's argument that the op's tensor ``i`` becomes)."""
+
+    def __init__(self, plan: Any, order: tuple[int, ...]) -> None:
+        self.plan, self.order = plan, order
+
+    def run(self, *tensors: Any) -> Any:
+        args = [None] * len(tensors)
+        for given, position in zip(tensors, self.order):
+            args[position] = given
+        return self.plan.run(*args)
+
+
+def current_device() -> int:
+    """The id of CuPy's current device (part of a GPU plan's signature); -1 without one."""
+    cp = cupy_module()
+    try:
+        return cp.cuda.runtime.getDevice()
+    except Exception:  # no CuPy, or no usable device: the call's own checks say which
+        return -1
+
+
+def merge_chunks(cp, partial: Any, out: Any, type_code: int) -> None:
+    """out[...] = partial[0] + partial[1] + ..., in chunk order (a split reduction's second pass);
+    ``out`` is contiguous and holds one chunk's elements."""
+    per_chunk = partial.size // partial.shape[0]
+    kernel(f"merge_chunk_partials<{type_code}>")(
+        (tiles(per_chunk, THREADS),), (THREADS,), (partial, out, np.int64(partial.shape[0]), np.int64(per_chunk)))
+
+
+def int64_array(cp, values: list[int]) -> Any:
+    """A kernel's parameter array, on the device."""
+    return cp.asarray(np.array(values, dtype=np.int64))
+
+
+# The tiled kernels (cuda_tiles.cuh) index with 32-bit ints, and their tiles are CVZ_BM x CVZ_BN.
+TILE_M = TILE_N = 64
+TILE_THREADS = 256
+MAX_TILE_INDEX = 2**31 - 1
+MAX_GRID_Z = 65535
+# A split filter-gradient reduction aims at this many blocks (about 8 per SM on a 132-SM GPU);
+# chunks never get shorter than MIN_CHUNK_PIXELS.  Both depend on the shape alone, so the sums'
+# grouping (and the bits of the result) is the same on every device.
+SPLIT_TARGET_BLOCKS = 1024
+MIN_CHUNK_PIXELS = 256
+
+
+def tiles(count: int, size: int) -> int:
+    return (count + size - 1) // size
+
+
+def tiled_fits(*arrays: Any, columns: int, groups: int) -> bool:
+    """Whether the tiled kernels serve this call: 32-bit offsets suffice, and a group's
+    columns fill a good part of a tile (a depthwise-like product, one column per group,
+    would waste 63 of 64; the one-thread-per-element kernels serve it)."""
+    if any(sum((n - 1) * abs(s) for n, s in zip(a.shape, element_strides(a))) >= MAX_TILE_INDEX for a in arrays):
+        return False
+    return groups <= MAX_GRID_Z and (groups == 1 or columns >= 16)
+
+
+def dense_params(geometry: Any, first: Any, result: Any, second: Any) -> list[int]:
+    """The dense kernels' parameters (see run_dense)."""
     g = geometry
-    params = [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
-              g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
-              g.rows.pad_before, g.cols.pad_before, *element_strides(a), *element_strides(c), *element_strides(b)]
-    total = int(np.prod(shape))
-    kernel(f"{kernel_name}<{TYPE_CODES[dtype]}>")(
-        (blocks(total),), (THREADS,), (a, b, c, cp.asarray(np.array(params, dtype=np.int64)), np.int64(total)))
-    return out
+    return [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
+            g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,
+            g.rows.pad_before, g.cols.pad_before, *element_strides(first), *element_strides(result),
+            *element_strides(second)]
 
 
 def nhwc(array: Any, nchw: bool) -> Any:

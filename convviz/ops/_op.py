@@ -73,8 +73,11 @@ class Op:
         a call (raises InvalidArgumentError / TypeError before any allocation).
     plan : callable
         ``plan(call)`` -> a CPU plan whose ``run(*tensors, n_threads)`` computes.
-    run_gpu : callable
-        ``run_gpu(call)`` -> a CuPy array.
+    plan_gpu : callable
+        ``plan_gpu(call)`` -> a GPU plan whose ``run(*tensors)`` launches the
+        CUDA kernels and returns a CuPy array (kept per signature: a repeated
+        call with CuPy arrays of the same shapes, dtypes and strides skips
+        validation and the parameter upload).
     flops : callable
         ``flops(geometry)``: the multiply-adds times two, for the benchmark.
     kernel : module
@@ -108,7 +111,7 @@ class Op:
     dtypes: tuple[np.dtype, ...]
     validate: Callable[..., Any]
     plan: Callable[..., Any]
-    run_gpu: Callable[[Any], Any]
+    plan_gpu: Callable[[Any], Any]
     flops: Callable[[ConvGeometry], float]
     kernel: Any
     example: Callable[..., tuple]
@@ -119,6 +122,8 @@ class Op:
     tensor_positions: tuple[int, ...] = field(init=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
+    _gpu_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
+    _gpu_cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Precomputed: run() is the hot path of every call.
@@ -127,6 +132,9 @@ class Op:
         pads = len(self.args) + WINDOW_ARGS.index("explicit_paddings")
         self._plan_key = _key_function(self.name, n_args, self.tensor_positions, pads)
         self._cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True)
+        self._gpu_key = _key_function(self.name, n_args, self.tensor_positions, pads, gpu=True)
+        self._gpu_cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True,
+                                             gpu=True)
 
     def run(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
             device: Any = None, precision: str | None = None) -> Any:
@@ -137,13 +145,16 @@ class Op:
         ``precision`` is "accurate" (None) or "fast" (see ``fast_dtypes``)."""
         if precision is not None and precision != "accurate":
             return self._run_fast(args, self.name if op is None else op, default_float, device, precision)
+        key = None
         if device is None:
             result = self._cached_run(args)  # the hot path: a repeat of a valid call
             if result is not _MISS:
                 return result
             key = self._plan_key(args)
-        else:
-            key = None
+        if key is None and device in (None, "gpu", "cuda"):
+            result = self._gpu_cached_run(args)  # a repeat of a valid call on CuPy arrays
+            if result is not _MISS:
+                return result
         return self._validate_and_run(args, key, self.name if op is None else op, default_float, device)
 
     def _run_fast(self, args: tuple, caller: str, default_float: Any, device: Any, precision: Any) -> Any:
@@ -151,6 +162,10 @@ class Op:
         if precision != "fast":
             raise InvalidArgumentError(f"{caller}: precision must be 'accurate' or 'fast', got {precision!r}")
         key = self._plan_key(args) if device in (None, "cpu") else None
+        if key is None and device in (None, "gpu", "cuda"):
+            result = self._gpu_cached_run(args)  # the GPU computes "fast" as "accurate": one plan serves both
+            if result is not _MISS:
+                return result
         fast_key = None if key is None else ("fast", *key)
         plan = _PLANS.get(fast_key) if fast_key is not None else None
         if plan is not None:
@@ -166,7 +181,11 @@ class Op:
         if device is not None or key is None and any(type(t) is not np.ndarray for t in tensors):
             if select_device(caller, device, *tensors) == "gpu":
                 call = self.validate(*given, n_threads, op=caller, default_float=default_float, on_gpu=True)
-                return self.run_gpu(call)
+                plan = self.plan_gpu(call)
+                checked = [getattr(call, name) for name in self.tensors]
+                if all(c is t and cuda.is_cupy_array(t) for c, t in zip(checked, tensors)):
+                    _remember(self._gpu_key(args), plan, _GPU_PLANS)
+                return plan.run(*checked)
             if device is not None and not fast:  # device="cpu" with NumPy arrays: as cacheable as device=None
                 key = self._plan_key(args)
         call = self.validate(*given, n_threads, op=caller, default_float=default_float)
@@ -191,11 +210,13 @@ _MISS = object()  # what a cached run returns when the call has no plan yet
 
 
 def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
-                  run_cached: bool = False) -> Callable[[tuple], Any]:
+                  run_cached: bool = False, gpu: bool = False) -> Callable[[tuple], Any]:
     """The plan-cache key of ``run``'s arguments, or None when any is not plain;
     with ``run_cached``, the cached plan's result instead, or ``_MISS``.
 
-    Arrays count by shape and dtype, strings as they are, int lists as tuples
+    Arrays count by shape and dtype (with ``gpu``: by type, shape, dtype and
+    strides, on the current device -- a GPU plan holds the strides in its
+    parameters; those plans live in ``_GPU_PLANS``), strings as they are, int lists as tuples
     (bools and floats are not plain: 1.0 == 1 must not reuse a plan that
     skipped validation), ``explicit_paddings=None`` as ``()``.  The function is
     generated with the op's argument positions unrolled, and the cached run
@@ -208,8 +229,14 @@ def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
              "    if n is not None and (type(n) is not int or not 1 <= n <= most):",
              f"        return {fail}"]
     parts = [repr(name)]
+    if gpu:
+        parts.append("cuda.current_device()")
     for i in range(n_args):
-        if i in tensors:
+        if i in tensors and gpu:  # any array type: only CuPy arrays' plans are ever stored
+            lines.append(f"    try:\n        t{i} = (type(a{i}), a{i}.shape, a{i}.dtype, a{i}.strides)\n"
+                         f"    except AttributeError:\n        return {fail}")
+            parts.append(f"t{i}")
+        elif i in tensors:
             lines.append(f"    if type(a{i}) is not nd:\n        return {fail}")
             parts += [f"a{i}.shape", f"a{i}.dtype"]
         else:
@@ -219,13 +246,14 @@ def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
             parts.append(f"k{i}")
     if run_cached:
         tensor_args = ", ".join(f"a{i}" for i in tensors)
-        lines += [f"    plan = _PLANS.get(({', '.join(parts)}))",
+        threads = "" if gpu else ", threads.default_threads() if n is None else n"
+        lines += [f"    plan = {'_GPU_PLANS' if gpu else '_PLANS'}.get(({', '.join(parts)}))",
                   "    if plan is None:\n        return _MISS",
-                  f"    return plan.run({tensor_args}, threads.default_threads() if n is None else n)"]
+                  f"    return plan.run({tensor_args}{threads})"]
     else:
         lines.append(f"    return ({', '.join(parts)})")
     namespace: dict[str, Any] = {"np": np, "_int_tuple": _int_tuple, "_PLANS": _PLANS, "_MISS": _MISS,
-                                 "threads": _threads}
+                                 "threads": _threads, "_GPU_PLANS": _GPU_PLANS, "cuda": cuda}
     exec("\n".join(lines), namespace)  # noqa: S102 -- our own template, no user input
     return namespace["key"]
 
@@ -251,14 +279,20 @@ def window_arguments(geometry: ConvGeometry, padding: str) -> tuple[list[int], s
 
 # -- the plan cache -----------------------------------------------------------------
 _PLANS: dict[tuple, Any] = {}
+_GPU_PLANS: dict[tuple, Any] = {}  # apart: their keys hold strides and the device
 _MAX_PLANS = 512
 
 
-def _remember(key: tuple | None, plan: Any) -> None:
+def _remember(key: tuple | None, plan: Any, plans: dict[tuple, Any] = _PLANS) -> None:
     if key is not None:
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        if len(plans) >= _MAX_PLANS:
+            plans.clear()
+        plans[key] = plan
+
+
+def clear_gpu_plans() -> None:
+    """Forget every GPU plan (they hold device arrays of one CuPy: tests that swap CuPy call this)."""
+    _GPU_PLANS.clear()
 
 
 # -- where to compute ---------------------------------------------------------------

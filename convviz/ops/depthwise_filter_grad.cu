@@ -48,14 +48,4 @@ __global__ void depthwise_filter_grad_partial(const typename IO<TYPE>::storage* 
     }
 }
 
-// Pass 2: out[tap][q] = sum of partial[chunk][tap][q] over chunks, in chunk order.
-template <int TYPE>
-__global__ void depthwise_filter_grad_merge(const typename IO<TYPE>::compute* partial, typename IO<TYPE>::storage* out,
-                                  i64 n_chunks, i64 per_chunk) {
-    typedef IO<TYPE> io;
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= per_chunk) return;
-    typename io::compute total = 0;
-    for (i64 chunk = 0; chunk < n_chunks; ++chunk) total += partial[chunk * per_chunk + i];
-    io::store(out, i, total);
-}
+// Pass 2 is merge_chunk_partials (cuda_tiles.cuh): out[tap][q] = the chunks' partial sums, in chunk order.

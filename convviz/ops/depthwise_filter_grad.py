@@ -137,39 +137,51 @@ class Plan:
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
                      *(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
-                     *(f"depthwise_filter_grad_merge<{t}>" for t in range(4)))
+                     *(f"merge_chunk_partials<{t}>" for t in range(4)))
 
 
-def run_on_gpu(call: Call) -> Any:
-    """Run the two CUDA passes (fixed pixel chunks, then their sum in chunk order); returns a CuPy array."""
-    cp = cuda.require_device("depthwise_conv2d_native_backprop_filter")
-    g = call.geometry
-    nchw = g.data_format == "NCHW"
-    if call.out_backprop.size == 0 or call.input.size == 0:
-        return cp.zeros(g.filter_shape, dtype=call.dtype)
-    code = cuda.TYPE_CODES[call.dtype]
-    x = cuda.nhwc(cuda.device_array(cp, call.input, call.dtype), nchw)
-    dy = cuda.nhwc(cuda.device_array(cp, call.out_backprop, call.dtype), nchw)
-    out, store = cuda.result_array(cp, g.filter_shape, call.dtype)
-    taps = g.kernel_hw[0] * g.kernel_hw[1]
-    cm = g.in_channels * g.multiplier
-    pixels = g.batch * g.output_hw[0] * g.output_hw[1]
-    chunks = (pixels + GPU_CHUNK_PIXELS - 1) // GPU_CHUNK_PIXELS
-    params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
-              *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
-              *cuda.element_strides(x), *cuda.element_strides(dy), GPU_CHUNK_PIXELS]
-    p = cp.asarray(np.array(params, dtype=np.int64))
-    partial = cp.empty((chunks, taps, cm), dtype=cp.float64 if call.dtype == np.float64 else cp.float32)
-    # A block covers at most THREADS channels, and no more warps than the channels need.
-    threads = min(cuda.THREADS, (cm + 31) // 32 * 32)
-    pairs = taps * ((cm + threads - 1) // threads)
-    cuda.kernel(f"depthwise_filter_grad_partial<{code}>")(
-        (chunks, min(pairs, cuda.MAX_GRID_Y)), (threads,), (x, dy, partial, p))
-    per_chunk = taps * cm
-    cuda.kernel(f"depthwise_filter_grad_merge<{code}>")(
-        ((per_chunk + cuda.THREADS - 1) // cuda.THREADS,), (cuda.THREADS,),
-        (partial, store, np.int64(chunks), np.int64(per_chunk)))
-    return out
+class GpuPlan:
+    """The two CUDA passes (fixed pixel chunks, then their sum in chunk order) for one call's
+    signature: parameters uploaded once, ``run(input, out_backprop)`` launches."""
+
+    def __init__(self, call: Call) -> None:
+        self.cp = cp = cuda.require_device("depthwise_conv2d_native_backprop_filter")
+        g = self.geometry = call.geometry
+        self.dtype, self.nchw = call.dtype, g.data_format == "NCHW"
+        self.empty = call.out_backprop.size == 0 or call.input.size == 0
+        if self.empty:
+            return
+        self.code = code = cuda.TYPE_CODES[call.dtype]
+        x, dy = self.views(call.input, call.out_backprop)
+        self.taps = g.kernel_hw[0] * g.kernel_hw[1]
+        self.cm = g.in_channels * g.multiplier
+        pixels = g.batch * g.output_hw[0] * g.output_hw[1]
+        self.chunks = (pixels + GPU_CHUNK_PIXELS - 1) // GPU_CHUNK_PIXELS
+        params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
+                  *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
+                  *cuda.element_strides(x), *cuda.element_strides(dy), GPU_CHUNK_PIXELS]
+        self.params = cuda.int64_array(cp, params)
+        # A block covers at most THREADS channels, and no more warps than the channels need.
+        self.threads = min(cuda.THREADS, (self.cm + 31) // 32 * 32)
+        pairs = self.taps * ((self.cm + self.threads - 1) // self.threads)
+        self.grid = (self.chunks, min(pairs, cuda.MAX_GRID_Y))
+        self.partial_pass = cuda.kernel(f"depthwise_filter_grad_partial<{code}>")
+
+    def views(self, x: Any, dy: Any) -> tuple[Any, Any]:
+        cp = self.cp
+        return (cuda.nhwc(cuda.device_array(cp, x, self.dtype), self.nchw),
+                cuda.nhwc(cuda.device_array(cp, dy, self.dtype), self.nchw))
+
+    def run(self, x: Any, dy: Any) -> Any:
+        cp = self.cp
+        if self.empty:
+            return cp.zeros(self.geometry.filter_shape, dtype=self.dtype)
+        x, dy = self.views(x, dy)
+        out, store = cuda.result_array(cp, self.geometry.filter_shape, self.dtype)
+        partial = cp.empty((self.chunks, self.taps, self.cm), dtype=cp.float64 if self.code == 3 else cp.float32)
+        self.partial_pass(self.grid, (self.threads,), (x, dy, partial, self.params))
+        cuda.merge_chunks(cp, partial, store, self.code)
+        return out
 
 
 def flops(g: ConvGeometry) -> float:
@@ -231,7 +243,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=GpuPlan,
     flops=flops,
     kernel=kernel,
     example=example,

@@ -100,10 +100,10 @@ class Plan(cpu.ConvPlan):
         return result
 
 
-def run_on_gpu(call: Call) -> Any:
-    """The dense forward's CUDA kernel, with the filter seen as [KH, KW, 1, C * M]; returns a CuPy array."""
+def plan_on_gpu(call: Call) -> cuda.DensePlan:
+    """The dense forward's CUDA kernel, with the filter seen as [KH, KW, 1, C * M], for this call's signature."""
     kh, kw, c, m = call.filter.shape
-    return cuda.run_dense("depthwise_conv2d_native", "conv2d_forward", call.geometry, call.dtype,
+    return cuda.DensePlan("depthwise_conv2d_native", "conv2d_forward", call.geometry, call.dtype,
                           call.geometry.output_shape, call.input, call.filter,
                           images=(True, False, True), second_shape=(kh, kw, 1, c * m))
 
@@ -161,7 +161,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=plan_on_gpu,
     flops=flops,
     kernel=kernel,
     example=example,

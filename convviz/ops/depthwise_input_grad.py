@@ -98,12 +98,14 @@ class Plan(cpu.ConvPlan):
         return result
 
 
-def run_on_gpu(call: Call) -> Any:
-    """The dense input gradient's CUDA kernel, with the filter seen as [KH, KW, 1, C * M]; returns a CuPy array."""
+def plan_on_gpu(call: Call) -> cuda.Reordered:
+    """The dense input gradient's CUDA kernel, with the filter seen as [KH, KW, 1, C * M], for this call's
+    signature."""
     kh, kw, c, m = call.filter.shape
-    return cuda.run_dense("depthwise_conv2d_native_backprop_input", "input_grad", call.geometry, call.dtype,
+    plan = cuda.DensePlan("depthwise_conv2d_native_backprop_input", "input_grad", call.geometry, call.dtype,
                           call.geometry.input_shape, call.out_backprop, call.filter,
                           images=(True, False, True), second_shape=(kh, kw, 1, c * m))
+    return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
 def flops(g: ConvGeometry) -> float:
@@ -163,7 +165,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=plan_on_gpu,
     flops=flops,
     kernel=kernel,
     example=example,

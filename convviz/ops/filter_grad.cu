@@ -40,3 +40,92 @@ __global__ void conv2d_filter_grad(const typename IO<TYPE>::storage* x, const ty
         io::store(dw, kh * ws[0] + kw * ws[1] + ci * ws[2] + co * ws[3], acc);
     }
 }
+
+// The tiled filter gradient, pass 1 (the engine is in cuda_tiles.cuh): rows m are the
+// filter's (kh, kw, ci), columns the group's output channels, terms k the output pixels
+// (n, oh, ow) of one chunk of p[30] pixels.  The chunk's sums go to
+// partial[chunk][m][g * cout_g + co]; merge_chunk_partials adds the chunks in order (pass 2),
+// so the grouping depends on the shape alone, never on the device.
+// Grid: x = row tiles, y = column tiles, z = chunk * G + group.
+template <int TYPE>
+struct FilterGradTiles {
+    typedef typename IO<TYPE>::compute compute;
+    const typename IO<TYPE>::storage *x, *dy;
+    compute* partial;
+    int H, W, OH, OW, Cout, cout_g, sh, sw, xs[4], ys[4];
+    int K, M, m0, n0, G, g, first_pixel;
+    int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
+    int pixel_x[4], pixel_y[4], pixel_h[4], pixel_w[4];  // the pixels load_a found, for load_b
+    bool pixel_real[4];
+
+    __device__ FilterGradTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* dy_,
+                               compute* partial_, const i64* p)
+        : x(x_), dy(dy_), partial(partial_) {
+        const int N = (int)p[0], KH = (int)p[7], KW = (int)p[8], cin_g = (int)p[10];
+        H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6];
+        cout_g = (int)p[11], sh = (int)p[12], sw = (int)p[13];
+        for (int i = 0; i < 4; ++i) xs[i] = (int)p[18 + i], ys[i] = (int)p[26 + i];
+        const int chunk_pixels = (int)p[30], pixels = N * OH * OW;
+        G = (int)p[9];
+        g = blockIdx.z % G;
+        first_pixel = (blockIdx.z / G) * chunk_pixels;
+        K = pixels - first_pixel < chunk_pixels ? pixels - first_pixel : chunk_pixels;
+        M = KH * KW * cin_g;
+        m0 = blockIdx.x * CVZ_BM;
+        n0 = blockIdx.y * CVZ_BN;
+        const int m = m0 + threadIdx.x % CVZ_BM, ci = m % cin_g, tap = m / cin_g;
+        row_x = (g * cin_g + ci) * xs[3];
+        row_h = m < M ? (tap / KW) * (int)p[14] - (int)p[16] : CVZ_NO_ROW;
+        row_w = (tap % KW) * (int)p[15] - (int)p[17];
+    }
+
+    __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
+        const int mm = threadIdx.x % CVZ_BM;
+        for (int i = 0; i < 4; ++i) {
+            const int kk = threadIdx.x / CVZ_BM + 4 * i, pixel = first_pixel + k0 + kk;
+            const int ow = pixel % OW, oh = (pixel / OW) % OH, n = pixel / (OW * OH);
+            pixel_x[i] = n * xs[0];
+            pixel_real[i] = k0 + kk < K;
+            pixel_y[i] = n * ys[0] + oh * ys[1] + ow * ys[2];
+            pixel_h[i] = oh * sh;
+            pixel_w[i] = ow * sw;
+            const int ih = pixel_h[i] + row_h, iw = pixel_w[i] + row_w;
+            const bool real = pixel_real[i] && ih >= 0 && ih < H && iw >= 0 && iw < W;
+            a[kk][mm] = real ? IO<TYPE>::load(x, pixel_x[i] + ih * xs[1] + iw * xs[2] + row_x) : (compute)0;
+            a_real[kk][mm] = real;
+        }
+    }
+
+    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
+        const int n = threadIdx.x % CVZ_BN;
+        bool finite = true;
+        for (int i = 0; i < 4; ++i) {
+            const int kk = threadIdx.x / CVZ_BN + 4 * i;
+            compute v = 0;
+            if (pixel_real[i] && n0 + n < cout_g)
+                v = IO<TYPE>::load(dy, pixel_y[i] + (g * cout_g + n0 + n) * ys[3]);
+            finite = finite && cvz_is_finite(v);
+            b[kk][n] = v;
+        }
+        return finite;
+    }
+
+    __device__ void store(compute (*acc)[4], int row, int col) {
+        const i64 chunk = blockIdx.z / G;
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + row + i;
+            if (m >= M) continue;
+            for (int j = 0; j < 4; ++j) {
+                const int n = n0 + col + j;
+                if (n < cout_g) partial[(chunk * M + m) * Cout + g * cout_g + n] = acc[i][j];
+            }
+        }
+    }
+};
+
+template <int TYPE>
+__global__ void conv2d_filter_grad_tiled(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
+                                         typename IO<TYPE>::compute* partial, const i64* p) {
+    FilterGradTiles<TYPE> op(x, dy, partial, p);
+    cvz_tiled_product(op);
+}

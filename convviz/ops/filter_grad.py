@@ -101,14 +101,51 @@ class Plan(cpu.ConvPlan):
         return result
 
 
-cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)))
+cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)),
+                     *(f"conv2d_filter_grad_tiled<{t}>" for t in range(4)),
+                     *(f"merge_chunk_partials<{t}>" for t in range(4)))
 
 
-def run_on_gpu(call: Call) -> Any:
-    """Run the CUDA kernel (one thread per filter-gradient element); returns a CuPy array."""
-    return cuda.run_dense("conv2d_backprop_filter", "conv2d_filter_grad", call.geometry, call.dtype,
-                          call.geometry.filter_shape, call.input, call.out_backprop, images=(True, True, False))
+def split_reduction(rows: int, columns: int, groups: int, pixels: int) -> tuple[int, int]:
+    """``(chunks, pixels per chunk)`` of the tiled filter gradient's split sum over pixels.
 
+    Enough chunks that the product's tiles times the chunks make about
+    ``cuda.SPLIT_TARGET_BLOCKS`` blocks, none shorter than ``cuda.MIN_CHUNK_PIXELS`` pixels (a
+    multiple of the 16-term step), and no more than a grid holds.  A function of the shape
+    alone: the same grouping of the sum, so the same bits, on every device.
+
+    >>> split_reduction(rows=576, columns=64, groups=1, pixels=8 * 56 * 56)
+    (98, 256)
+    """
+    tiles = cuda.tiles(rows, cuda.TILE_M) * cuda.tiles(columns, cuda.TILE_N) * groups
+    wanted = max(1, cuda.SPLIT_TARGET_BLOCKS // tiles)
+    per_chunk = max(cuda.MIN_CHUNK_PIXELS, cuda.tiles(cuda.tiles(pixels, wanted), 16) * 16)
+    per_chunk = max(per_chunk, cuda.tiles(pixels, cuda.MAX_GRID_Z // groups))
+    return cuda.tiles(pixels, per_chunk), per_chunk
+
+
+def plan_on_gpu(call: Call) -> cuda.DensePlan:
+    """The CUDA launches (tiled partial sums over pixel chunks, then their sum in chunk
+    order; or one thread per filter-gradient element) for this call's signature."""
+    g = call.geometry
+
+    def tiled(cp, x, dy, dw, params, code):
+        cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
+        if not cuda.tiled_fits(x, dy, dw, columns=cout_g, groups=g.groups):
+            return None
+        rows = g.kernel_hw[0] * g.kernel_hw[1] * cin_g
+        chunks, per_chunk = split_reduction(rows, cout_g, g.groups, g.batch * g.output_hw[0] * g.output_hw[1])
+        grid = (cuda.tiles(rows, cuda.TILE_M), cuda.tiles(cout_g, cuda.TILE_N), chunks * g.groups)
+        function, p = cuda.kernel(f"conv2d_filter_grad_tiled<{code}>"), cuda.int64_array(cp, [*params, per_chunk])
+
+        def launch(x, dy, dw):
+            partial = cp.empty((chunks, rows, g.out_channels), dtype=cp.float64 if code == 3 else cp.float32)
+            function(grid, (cuda.TILE_THREADS,), (x, dy, partial, p))
+            cuda.merge_chunks(cp, partial, dw, code)
+        return launch
+
+    return cuda.DensePlan("conv2d_backprop_filter", "conv2d_filter_grad", g, call.dtype, g.filter_shape,
+                          call.input, call.out_backprop, images=(True, True, False), tiled=tiled)
 
 
 def flops(g: ConvGeometry) -> float:
@@ -165,7 +202,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=plan_on_gpu,
     flops=flops,
     kernel=kernel,
     example=example,

@@ -40,3 +40,78 @@ __global__ void conv2d_forward(const typename IO<TYPE>::storage* x, const typena
         io::store(y, n * ys[0] + oh * ys[1] + ow * ys[2] + co * ys[3], acc);
     }
 }
+
+// The tiled forward pass (the engine is in cuda_tiles.cuh): rows m are output pixels
+// (n, oh, ow), columns the group's output channels, terms k = (kh, kw, ci) in the filter's
+// HWIO order; the filter arrives contiguous, so b[k][co] = w[k * C_out + group's first + co].
+// Grid: x = pixel tiles, y = channel tiles, z = groups.  Same parameters as conv2d_forward.
+template <int TYPE>
+struct ForwardTiles {
+    typedef typename IO<TYPE>::compute compute;
+    const typename IO<TYPE>::storage *x, *w;
+    typename IO<TYPE>::storage* y;
+    int H, W, OH, OW, Cout, KW, cin_g, cout_g, sh, sw, dh, dw, xs[4], ys[4];
+    int K, M, m0, n0, ci0;
+    // The 4 rows this thread loads (m0 + threadIdx.x / 16 + 16 i): image offset, top-left tap
+    // (CVZ_NO_ROW past the last row: every tap then reads "padding").
+    int row_base[4], row_h[4], row_w[4];
+
+    __device__ ForwardTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* w_,
+                            typename IO<TYPE>::storage* y_, const i64* p)
+        : x(x_), w(w_), y(y_) {
+        const int N = (int)p[0], KH = (int)p[7];
+        H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6], KW = (int)p[8];
+        cin_g = (int)p[10], cout_g = (int)p[11];
+        sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
+        for (int i = 0; i < 4; ++i) xs[i] = (int)p[18 + i], ys[i] = (int)p[22 + i];
+        K = KH * KW * cin_g;
+        M = N * OH * OW;
+        m0 = blockIdx.x * CVZ_BM;
+        n0 = blockIdx.y * CVZ_BN;
+        ci0 = blockIdx.z * cin_g;
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + threadIdx.x / 16 + 16 * i;
+            const int ow = m % OW, oh = (m / OW) % OH;
+            row_base[i] = (m / (OW * OH)) * xs[0];
+            row_h[i] = m < M ? oh * sh - (int)p[16] : CVZ_NO_ROW;
+            row_w[i] = ow * sw - (int)p[17];
+        }
+    }
+
+    __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
+        const int kk = threadIdx.x % 16, k = k0 + kk;
+        const int ci = k % cin_g, tap = k / cin_g;
+        const int kh = tap / KW, kw = tap % KW;
+        for (int i = 0; i < 4; ++i) {
+            const int mm = threadIdx.x / 16 + 16 * i;
+            const int ih = row_h[i] + kh * dh, iw = row_w[i] + kw * dw;
+            const bool real = k < K && ih >= 0 && ih < H && iw >= 0 && iw < W;
+            a[kk][mm] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
+                             : (compute)0;
+            a_real[kk][mm] = real;
+        }
+    }
+
+    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
+        return cvz_load_dense_b<TYPE>(w + blockIdx.z * cout_g, Cout, K, cout_g, k0, n0, b);
+    }
+
+    __device__ void store(compute (*acc)[4], int row, int col) {
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + row + i;
+            if (m >= M) continue;
+            const int base = (m / (OW * OH)) * ys[0] + ((m / OW) % OH) * ys[1] + (m % OW) * ys[2];
+            for (int j = 0; j < 4; ++j) {
+                const int n = n0 + col + j;
+                if (n < cout_g) IO<TYPE>::store(y, base + (blockIdx.z * cout_g + n) * ys[3], acc[i][j]);
+            }
+        }
+    }
+};
+
+template <int TYPE>
+__global__ void conv2d_forward_tiled(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
+                                     typename IO<TYPE>::storage* y, const i64* p) {
+    ForwardTiles<TYPE> op(x, w, y, p);
+    cvz_tiled_product(op);
+}

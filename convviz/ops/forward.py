@@ -106,14 +106,25 @@ class Plan(cpu.ConvPlan):
         return result
 
 
-cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)))
+cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)),
+                     *(f"conv2d_forward_tiled<{t}>" for t in range(5)))
 
 
-def run_on_gpu(call: Call) -> Any:
-    """Run the CUDA kernel (one thread per output element); returns a CuPy array."""
-    return cuda.run_dense("conv2d", "conv2d_forward", call.geometry, call.dtype, call.geometry.output_shape,
-                          call.input, call.filter, images=(True, False, True))
+def plan_on_gpu(call: Call) -> cuda.DensePlan:
+    """The CUDA launch (tiled, or one thread per output element) for this call's signature."""
+    g = call.geometry
 
+    def tiled(cp, x, w, y, params, code):
+        cout_g = g.out_channels // g.groups
+        if not cuda.tiled_fits(x, w, y, columns=cout_g, groups=g.groups):
+            return None
+        pixels = g.batch * g.output_hw[0] * g.output_hw[1]
+        grid = (cuda.tiles(pixels, cuda.TILE_M), cuda.tiles(cout_g, cuda.TILE_N), g.groups)
+        function, p = cuda.kernel(f"conv2d_forward_tiled<{code}>"), cuda.int64_array(cp, params)
+        return lambda x, w, y: function(grid, (cuda.TILE_THREADS,), (x, cp.ascontiguousarray(w), y, p))
+
+    return cuda.DensePlan("conv2d", "conv2d_forward", g, call.dtype, g.output_shape,
+                          call.input, call.filter, images=(True, False, True), tiled=tiled)
 
 
 def flops(g: ConvGeometry) -> float:
@@ -170,7 +181,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=plan_on_gpu,
     flops=flops,
     kernel=kernel,
     example=example,

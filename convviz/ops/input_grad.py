@@ -123,14 +123,26 @@ class Plan(cpu.ConvPlan):
         return result
 
 
-cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)))
+cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)),
+                     *(f"input_grad_tiled<{t}>" for t in range(5)))
 
 
-def run_on_gpu(call: Call) -> Any:
-    """Run the CUDA kernel (one thread per input-gradient element); returns a CuPy array."""
-    return cuda.run_dense("conv2d_backprop_input", "input_grad", call.geometry, call.dtype,
-                          call.geometry.input_shape, call.out_backprop, call.filter, images=(True, False, True))
+def plan_on_gpu(call: Call) -> cuda.Reordered:
+    """The CUDA launch (tiled, or one thread per input-gradient element) for this call's signature."""
+    g = call.geometry
 
+    def tiled(cp, dy, w, dx, params, code):
+        cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
+        if not cuda.tiled_fits(dy, w, dx, columns=cin_g, groups=g.groups):
+            return None
+        pixels = g.batch * g.input_hw[0] * g.input_hw[1]
+        grid = (cuda.tiles(pixels, cuda.TILE_M), cuda.tiles(cin_g, cuda.TILE_N), g.groups)
+        function, p = cuda.kernel(f"input_grad_tiled<{code}>"), cuda.int64_array(cp, params)
+        return lambda dy, w, dx: function(grid, (cuda.TILE_THREADS,), (dy, w, dx, p))
+
+    plan = cuda.DensePlan("conv2d_backprop_input", "input_grad", g, call.dtype, g.input_shape,
+                          call.out_backprop, call.filter, images=(True, False, True), tiled=tiled)
+    return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
 def flops(g: ConvGeometry) -> float:
@@ -191,7 +203,7 @@ OP = Op(
     dtypes=DTYPES,
     validate=validate,
     plan=Plan,
-    run_gpu=run_on_gpu,
+    plan_gpu=plan_on_gpu,
     flops=flops,
     kernel=kernel,
     example=example,
