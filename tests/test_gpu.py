@@ -236,3 +236,30 @@ def test_a_repeated_call_reuses_its_plan_and_new_strides_get_their_own(rng, cp, 
     # And a plan never outlives a bad argument: a wrong size is still refused.
     with pytest.raises(ValueError):
         convviz.conv2d_backprop_input([2, 6, 6, 9], f, dy, [1] * 4, "SAME")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("stride, dilation, groups", [(1, 1, 1), (2, 1, 2), (3, 2, 1), (2, 3, 1)])
+def test_split_sums_match_the_reference(dtype, data_format, stride, dilation, groups, rng, cp, monkeypatch):
+    # Small products whose tiles are too few: their terms are split into chunks (on a real GPU
+    # only for shapes like 8x7x7x512 -> 512; here forced with short chunks), then merged.
+    monkeypatch.setattr(cuda, "MIN_CHUNK_TERMS", 16)
+    g = convviz.ConvGeometry.build(batch=2, input_hw=(9, 10), in_channels=24 * groups, out_channels=20 * groups,
+                                   kernel_hw=(3, 4), strides=(stride, stride), dilations=(dilation, dilation),
+                                   padding="SAME", groups=groups, data_format=data_format)
+    assert cuda.split_terms(1, 3 * 4 * 24)[0] > 1
+    x = random_array(rng, g.input_shape, dtype)
+    f = random_array(rng, g.filter_shape, dtype)
+    dy = random_array(rng, g.output_shape, dtype)
+    four = [1, stride, stride, 1] if data_format == "NHWC" else [1, 1, stride, stride]
+    dil = [1, dilation, dilation, 1] if data_format == "NHWC" else [1, 1, dilation, dilation]
+    window = dict(strides=four, padding="SAME", data_format=data_format, dilations=dil)
+    y = cp.asnumpy(convviz.conv2d(cp.asarray(x), cp.asarray(f), **window))
+    dx = cp.asnumpy(convviz.conv2d_backprop_input(list(x.shape), cp.asarray(f), cp.asarray(dy), **window))
+    for got, op, args in [(y, "conv2d", (x, f)), (dx, "conv2d_backprop_input", (list(x.shape), f, dy))]:
+        record = next(o for o in OPS if o.name == op)
+        exact = record.reference(*args, **window)
+        magnitudes = [np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray) else a for a in args]
+        assert got.dtype == np.dtype(dtype)
+        assert_close_to_reference(got, exact, record.reference(*magnitudes, **window), dtype)

@@ -214,19 +214,65 @@ MAX_GRID_Z = 65535
 # grouping (and the bits of the result) is the same on every device.
 SPLIT_TARGET_BLOCKS = 1024
 MIN_CHUNK_PIXELS = 256
+# The forward pass and input gradient split their terms only when their tiles make fewer than
+# SPLIT_BELOW_BLOCKS blocks (about 2 per SM), aiming at SPLIT_TERMS_TARGET_BLOCKS, with chunks of
+# at least MIN_CHUNK_TERMS terms: again the shape alone decides.
+SPLIT_BELOW_BLOCKS = 264
+SPLIT_TERMS_TARGET_BLOCKS = 512
+MIN_CHUNK_TERMS = 256
 
 
 def tiles(count: int, size: int) -> int:
     return (count + size - 1) // size
 
 
-def tiled_fits(*arrays: Any, columns: int, groups: int) -> bool:
-    """Whether the tiled kernels serve this call: 32-bit offsets suffice, and a group's
-    columns fill a good part of a tile (a depthwise-like product, one column per group,
-    would waste 63 of 64; the one-thread-per-element kernels serve it)."""
+def split_terms(blocks: int, terms: int) -> tuple[int, int]:
+    """``(chunks, terms per chunk)`` for a tiled product of ``blocks`` blocks summing ``terms``
+    terms per output: one chunk unless the blocks are too few to fill a device.
+
+    >>> split_terms(blocks=56, terms=4608)   # fwd_late: 8 x 7 x 7 pixels, 512 -> 512 channels
+    (10, 464)
+    >>> split_terms(blocks=392, terms=576)
+    (1, 576)
+    """
+    chunks = min(tiles(SPLIT_TERMS_TARGET_BLOCKS, blocks), terms // MIN_CHUNK_TERMS)
+    if blocks >= SPLIT_BELOW_BLOCKS or chunks <= 1:
+        return 1, terms
+    per_chunk = tiles(tiles(terms, chunks), 16) * 16
+    return tiles(terms, per_chunk), per_chunk
+
+
+def split_launch(cp, function: Any, grid: tuple[int, int, int], params: list[int], terms: int, total: int,
+                 type_code: int) -> Callable[[Any, Any, Any], None]:
+    """The launch of a tiled forward pass or input gradient (grid z = groups, or groups x
+    stride phases; ``total`` elements in the result) with its terms split as
+    :func:`split_terms` says: the chunks on the grid's z, then merge_chunk_partials into
+    the result."""
+    chunks, per_chunk = split_terms(grid[0] * grid[1] * grid[2], terms)
+    if grid[2] * chunks > MAX_GRID_Z:
+        chunks, per_chunk = 1, terms
+    grid = (grid[0], grid[1], grid[2] * chunks)
+    partial_type = cp.float64 if type_code == 3 else (cp.uint32 if type_code == 4 else cp.float32)
+    p = int64_array(cp, [*params, per_chunk, chunks, total])
+    if chunks == 1:
+        unused = cp.empty((1,), dtype=partial_type)
+        return lambda first, second, result: function(grid, (TILE_THREADS,), (first, second, result, unused, p))
+
+    def launch(first: Any, second: Any, result: Any) -> None:
+        partial = cp.empty((chunks, total), dtype=partial_type)
+        function(grid, (TILE_THREADS,), (first, second, result, partial, p))
+        merge_chunks(cp, partial, result, type_code)
+    return launch
+
+
+def tiled_fits(*arrays: Any, columns: int, groups: int, blocks_z: int | None = None) -> bool:
+    """Whether the tiled kernels serve this call: 32-bit offsets suffice, the grid's z
+    (``blocks_z``, default ``groups``) fits, and a group's columns fill a good part of a
+    tile (a depthwise-like product, one column per group, would waste 63 of 64; the
+    one-thread-per-element kernels serve it)."""
     if any(sum((n - 1) * abs(s) for n, s in zip(a.shape, element_strides(a))) >= MAX_TILE_INDEX for a in arrays):
         return False
-    return groups <= MAX_GRID_Z and (groups == 1 or columns >= 16)
+    return (groups if blocks_z is None else blocks_z) <= MAX_GRID_Z and (groups == 1 or columns >= 16)
 
 
 def dense_params(geometry: Any, first: Any, result: Any, second: Any) -> list[int]:

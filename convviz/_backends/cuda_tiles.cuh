@@ -5,7 +5,7 @@
 //
 //   struct Policy {
 //       typedef ... compute;                            // float, double or unsigned int
-//       int K;                                          // terms per output
+//       int K, M, m0;                                   // terms per output, rows, the block's first row
 //       void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0);
 //       bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0);  // false when a loaded value is not finite
 //       void store(compute (*acc)[4], int row, int col);      // rows row + i, columns col + j
@@ -51,6 +51,7 @@ __device__ inline void cvz_load4(const double* p, double* v) {
 template <class Policy>
 __device__ void cvz_tiled_product(Policy& op) {
     typedef typename Policy::compute T;
+    if (op.m0 >= op.M) return;  // the whole block: a smaller stride phase than the grid's largest
     __shared__ __align__(16) T a_tile[CVZ_BK][CVZ_BM + CVZ_PAD];
     __shared__ __align__(16) T b_tile[CVZ_BK][CVZ_BN + CVZ_PAD];
     __shared__ unsigned char a_real[CVZ_BK][CVZ_BM];
@@ -101,6 +102,18 @@ __device__ inline bool cvz_load_dense_b(const typename IO<TYPE>::storage* values
         b[kk][n] = v;
     }
     return finite;
+}
+
+// A tiled output at offset `at` of its (freshly allocated, so dense) result: stored, or, when
+// the terms are split into chunks, this chunk's partial sum for merge_chunk_partials.
+template <int TYPE>
+__device__ inline void cvz_store_or_partial(typename IO<TYPE>::storage* out, typename IO<TYPE>::compute* partial,
+                                            int chunk, int chunks, i64 total, int at,
+                                            typename IO<TYPE>::compute v) {
+    if (chunks == 1)
+        IO<TYPE>::store(out, at, v);
+    else
+        partial[chunk * total + at] = v;
 }
 
 // The second pass of a split reduction (the filter gradients): out[i] = sum of

@@ -57,6 +57,9 @@ struct FilterGradTiles {
     int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
     int pixel_x[4], pixel_y[4], pixel_h[4], pixel_w[4];  // the pixels load_a found, for load_b
     bool pixel_real[4];
+    // This thread's 4 pixels of the current step (n, oh, ow), stepped 16 pixels at a time:
+    // no division per pixel.
+    int step_n[4], step_oh[4], step_ow[4];
 
     __device__ FilterGradTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* dy_,
                                compute* partial_, const i64* p)
@@ -77,13 +80,19 @@ struct FilterGradTiles {
         row_x = (g * cin_g + ci) * xs[3];
         row_h = m < M ? (tap / KW) * (int)p[14] - (int)p[16] : CVZ_NO_ROW;
         row_w = (tap % KW) * (int)p[15] - (int)p[17];
+        for (int i = 0; i < 4; ++i) {
+            const int pixel = first_pixel + threadIdx.x / CVZ_BM + 4 * i;
+            step_ow[i] = pixel % OW, step_oh[i] = (pixel / OW) % OH, step_n[i] = pixel / (OW * OH);
+        }
     }
 
     __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
         const int mm = threadIdx.x % CVZ_BM;
         for (int i = 0; i < 4; ++i) {
-            const int kk = threadIdx.x / CVZ_BM + 4 * i, pixel = first_pixel + k0 + kk;
-            const int ow = pixel % OW, oh = (pixel / OW) % OH, n = pixel / (OW * OH);
+            const int kk = threadIdx.x / CVZ_BM + 4 * i;
+            const int n = step_n[i], oh = step_oh[i], ow = step_ow[i];
+            for (step_ow[i] += CVZ_BK; step_ow[i] >= OW; step_ow[i] -= OW)  // on to the next step's pixel
+                if (++step_oh[i] == OH) step_oh[i] = 0, ++step_n[i];
             pixel_x[i] = n * xs[0];
             pixel_real[i] = k0 + kk < K;
             pixel_y[i] = n * ys[0] + oh * ys[1] + ow * ys[2];

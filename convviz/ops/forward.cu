@@ -44,31 +44,43 @@ __global__ void conv2d_forward(const typename IO<TYPE>::storage* x, const typena
 // The tiled forward pass (the engine is in cuda_tiles.cuh): rows m are output pixels
 // (n, oh, ow), columns the group's output channels, terms k = (kh, kw, ci) in the filter's
 // HWIO order; the filter arrives contiguous, so b[k][co] = w[k * C_out + group's first + co].
-// Grid: x = pixel tiles, y = channel tiles, z = groups.  Same parameters as conv2d_forward.
+// Grid: x = pixel tiles, y = channel tiles, z = chunk * G + group.  Parameters: those of
+// conv2d_forward, then [30] terms per chunk, [31] chunks, [32] elements of y.  With one chunk
+// the block stores y; with more (too few tiles to fill the device: the shape decides, see
+// cuda.split_terms) chunk c of the terms goes to partial[c][y's offset], summed in order by
+// merge_chunk_partials.
 template <int TYPE>
 struct ForwardTiles {
     typedef typename IO<TYPE>::compute compute;
     const typename IO<TYPE>::storage *x, *w;
     typename IO<TYPE>::storage* y;
+    compute* partial;
     int H, W, OH, OW, Cout, KW, cin_g, cout_g, sh, sw, dh, dw, xs[4], ys[4];
-    int K, M, m0, n0, ci0;
+    int K, M, m0, n0, g, ci0, first_term, chunk, chunks;
+    i64 total;
     // The 4 rows this thread loads (m0 + threadIdx.x / 16 + 16 i): image offset, top-left tap
     // (CVZ_NO_ROW past the last row: every tap then reads "padding").
     int row_base[4], row_h[4], row_w[4];
 
     __device__ ForwardTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* w_,
-                            typename IO<TYPE>::storage* y_, const i64* p)
-        : x(x_), w(w_), y(y_) {
+                            typename IO<TYPE>::storage* y_, compute* partial_, const i64* p)
+        : x(x_), w(w_), y(y_), partial(partial_) {
         const int N = (int)p[0], KH = (int)p[7];
         H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6], KW = (int)p[8];
         cin_g = (int)p[10], cout_g = (int)p[11];
         sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
         for (int i = 0; i < 4; ++i) xs[i] = (int)p[18 + i], ys[i] = (int)p[22 + i];
-        K = KH * KW * cin_g;
+        const int G = (int)p[9], terms = KH * KW * cin_g, chunk_terms = (int)p[30];
+        g = blockIdx.z % G;
+        chunk = blockIdx.z / G;
+        chunks = (int)p[31];
+        total = p[32];
+        first_term = chunk * chunk_terms;
+        K = terms - first_term < chunk_terms ? terms - first_term : chunk_terms;
         M = N * OH * OW;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
-        ci0 = blockIdx.z * cin_g;
+        ci0 = g * cin_g;
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + threadIdx.x / 16 + 16 * i;
             const int ow = m % OW, oh = (m / OW) % OH;
@@ -79,13 +91,13 @@ struct ForwardTiles {
     }
 
     __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
-        const int kk = threadIdx.x % 16, k = k0 + kk;
+        const int kk = threadIdx.x % 16, k = first_term + k0 + kk;
         const int ci = k % cin_g, tap = k / cin_g;
         const int kh = tap / KW, kw = tap % KW;
         for (int i = 0; i < 4; ++i) {
             const int mm = threadIdx.x / 16 + 16 * i;
             const int ih = row_h[i] + kh * dh, iw = row_w[i] + kw * dw;
-            const bool real = k < K && ih >= 0 && ih < H && iw >= 0 && iw < W;
+            const bool real = k0 + kk < K && ih >= 0 && ih < H && iw >= 0 && iw < W;
             a[kk][mm] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
                              : (compute)0;
             a_real[kk][mm] = real;
@@ -93,7 +105,7 @@ struct ForwardTiles {
     }
 
     __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
-        return cvz_load_dense_b<TYPE>(w + blockIdx.z * cout_g, Cout, K, cout_g, k0, n0, b);
+        return cvz_load_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, b);
     }
 
     __device__ void store(compute (*acc)[4], int row, int col) {
@@ -103,7 +115,8 @@ struct ForwardTiles {
             const int base = (m / (OW * OH)) * ys[0] + ((m / OW) % OH) * ys[1] + (m % OW) * ys[2];
             for (int j = 0; j < 4; ++j) {
                 const int n = n0 + col + j;
-                if (n < cout_g) IO<TYPE>::store(y, base + (blockIdx.z * cout_g + n) * ys[3], acc[i][j]);
+                if (n < cout_g) cvz_store_or_partial<TYPE>(y, partial, chunk, chunks, total,
+                                                           base + (g * cout_g + n) * ys[3], acc[i][j]);
             }
         }
     }
@@ -111,7 +124,8 @@ struct ForwardTiles {
 
 template <int TYPE>
 __global__ void conv2d_forward_tiled(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
-                                     typename IO<TYPE>::storage* y, const i64* p) {
-    ForwardTiles<TYPE> op(x, w, y, p);
+                                     typename IO<TYPE>::storage* y, typename IO<TYPE>::compute* partial,
+                                     const i64* p) {
+    ForwardTiles<TYPE> op(x, w, y, partial, p);
     cvz_tiled_product(op);
 }

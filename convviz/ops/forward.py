@@ -107,7 +107,8 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)),
-                     *(f"conv2d_forward_tiled<{t}>" for t in range(5)))
+                     *(f"conv2d_forward_tiled<{t}>" for t in range(5)),
+                     *(f"merge_chunk_partials<{t}>" for t in range(5)))
 
 
 def plan_on_gpu(call: Call) -> cuda.DensePlan:
@@ -120,8 +121,10 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
             return None
         pixels = g.batch * g.output_hw[0] * g.output_hw[1]
         grid = (cuda.tiles(pixels, cuda.TILE_M), cuda.tiles(cout_g, cuda.TILE_N), g.groups)
-        function, p = cuda.kernel(f"conv2d_forward_tiled<{code}>"), cuda.int64_array(cp, params)
-        return lambda x, w, y: function(grid, (cuda.TILE_THREADS,), (x, cp.ascontiguousarray(w), y, p))
+        terms = g.kernel_hw[0] * g.kernel_hw[1] * (g.in_channels // g.groups)
+        launch = cuda.split_launch(cp, cuda.kernel(f"conv2d_forward_tiled<{code}>"), grid, params, terms,
+                                   int(np.prod(g.output_shape)), code)
+        return lambda x, w, y: launch(x, cp.ascontiguousarray(w), y)
 
     return cuda.DensePlan("conv2d", "conv2d_forward", g, call.dtype, g.output_shape,
                           call.input, call.filter, images=(True, False, True), tiled=tiled)

@@ -45,66 +45,112 @@ __global__ void input_grad(const typename IO<TYPE>::storage* dy, const typename 
     }
 }
 
-// The tiled input gradient (the engine is in cuda_tiles.cuh): rows m are input pixels
-// (n, ih, iw), columns the group's input channels, terms k = (kh, kw, co) in that order (the
-// order of the kernel above).  Term k of row m is out_backprop at (oh, ow) with
-// oh * sh = ih + pad_top - kh * dh, when that lands on an output cell (else it does not exist).
+// The tiled input gradient (the engine is in cuda_tiles.cuh).  With strides, an input pixel
+// gets terms only from the taps that land on an output cell, and which taps those are depends
+// only on its stride phase ((ih + pad_top) mod sh, (iw + pad_left) mod sw): so each block takes
+// the pixels of one phase (rows m: (n, qh, qw), ih = first_h + qh * sh) and runs over that
+// phase's taps alone -- kh in first_kh, first_kh + step_h, ... -- instead of multiplying the
+// 1 - 1 / (sh * sw) of zeros a plain product would.  Columns are the group's input channels,
+// terms k = (kh, kw, co) in that order, the order of the kernel above with the zero terms left
+// out (they would add +-0 to a sum that never is -0: the same bits).  Term k of row m is
+// out_backprop at oh = qh + (first_h + pad_top - kh * dh) / sh (exact), when 0 <= oh < OH.
 // b[k][ci] is the filter's [kh, kw, ci, co], read where it lies (any strides): neighbouring
-// threads load neighbouring co.  Grid: x = pixel tiles, y = channel tiles, z = groups.
+// threads load neighbouring co.  Grid: x = pixel tiles (of the largest phase), y = channel
+// tiles, z = (chunk * G + group) * sh * sw + phase.  Parameters: those of input_grad, then [30]
+// terms per chunk, [31] chunks, [32] elements of dx (the split as in conv2d_forward_tiled).
 template <int TYPE>
 struct InputGradTiles {
     typedef typename IO<TYPE>::compute compute;
     const typename IO<TYPE>::storage *dy, *w;
     typename IO<TYPE>::storage* dx;
-    int H, W, OH, OW, KW, cin_g, cout_g, sh, sw, dh, dw, ys[4], xs[4], ws[4];
-    int K, M, m0, n0;
-    // The 4 rows this thread loads: image offset in out_backprop, ih + pad_top, iw + pad_left.
+    typename IO<TYPE>::compute* partial;
+    int OH, OW, cin_g, cout_g, g, ys[4], xs[4], ws[4];
+    int K, M, m0, n0, first_term, chunk, chunks;
+    i64 total;
+    // This block's phase: its first input row and column, how many (hq x wq), and its taps.
+    int first_h, first_w, hq, wq, first_kh, first_kw, step_h, step_w, taps_w;
+    int sh, sw, dh, dw, pt, pl;
+    // The 4 rows this thread loads: image offset in out_backprop, qh, qw.
     int row_base[4], row_h[4], row_w[4];
+    // The term this thread loads in the current step (set by load_a, used by load_b).
+    int term_co, term_kh, term_kw;
+    bool term_real;
+
+    // The phase's first pixel along one side, how many it has, and its first tap and tap step.
+    __device__ static void phase(int size, int pad, int stride, int dilation, int taps, int r, int& first,
+                                 int& count, int& first_tap, int& step, int& tap_count) {
+        first = ((r - pad) % stride + stride) % stride;
+        count = first < size ? (size - 1 - first) / stride + 1 : 0;
+        int a = stride, b = dilation % stride;  // step = stride / gcd(stride, dilation)
+        while (b) {
+            const int t = a % b;
+            a = b;
+            b = t;
+        }
+        step = stride / a;
+        first_tap = 0;
+        while (first_tap < taps && (first_tap * dilation - r) % stride != 0) ++first_tap;
+        tap_count = first_tap < taps ? (taps - 1 - first_tap) / step + 1 : 0;
+    }
 
     __device__ InputGradTiles(const typename IO<TYPE>::storage* dy_, const typename IO<TYPE>::storage* w_,
-                              typename IO<TYPE>::storage* dx_, const i64* p)
-        : dy(dy_), w(w_), dx(dx_) {
-        const int N = (int)p[0], KH = (int)p[7];
-        H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], KW = (int)p[8];
+                              typename IO<TYPE>::storage* dx_, compute* partial_, const i64* p)
+        : dy(dy_), w(w_), dx(dx_), partial(partial_) {
+        const int N = (int)p[0];
+        OH = (int)p[4], OW = (int)p[5];
         cin_g = (int)p[10], cout_g = (int)p[11];
-        sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
+        sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15], pt = (int)p[16], pl = (int)p[17];
         for (int i = 0; i < 4; ++i) ys[i] = (int)p[18 + i], xs[i] = (int)p[22 + i], ws[i] = (int)p[26 + i];
-        K = KH * KW * cout_g;
-        M = N * H * W;
+        const int phases = sh * sw, r = blockIdx.z % phases, G = (int)p[9];
+        g = blockIdx.z / phases % G;
+        chunk = blockIdx.z / phases / G;
+        chunks = (int)p[31];
+        total = p[32];
+        int taps_h;
+        phase((int)p[1], pt, sh, dh, (int)p[7], r / sw, first_h, hq, first_kh, step_h, taps_h);
+        phase((int)p[2], pl, sw, dw, (int)p[8], r % sw, first_w, wq, first_kw, step_w, taps_w);
+        // This chunk's terms (none when a phase has fewer than the largest).
+        const int terms = taps_h * taps_w * cout_g, chunk_terms = (int)p[30];
+        first_term = chunk * chunk_terms;
+        K = terms - first_term < chunk_terms ? terms - first_term : chunk_terms;
+        K = K > 0 ? K : 0;
+        M = N * hq * wq;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + threadIdx.x / 16 + 16 * i;
-            row_base[i] = (m / (W * H)) * ys[0];
-            row_h[i] = m < M ? (m / W) % H + (int)p[16] : CVZ_NO_ROW;
-            row_w[i] = m % W + (int)p[17];
+            row_base[i] = M > 0 ? (m / (wq * hq)) * ys[0] : 0;
+            row_h[i] = m < M ? (m / wq) % hq : CVZ_NO_ROW;
+            row_w[i] = M > 0 ? m % wq : 0;
         }
     }
 
     __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
-        const int kk = threadIdx.x % 16, k = k0 + kk;
-        const int co = blockIdx.z * cout_g + k % cout_g, tap = k / cout_g;
-        const int kh = tap / KW, kw = tap % KW;
+        const int kk = threadIdx.x % 16, k = first_term + k0 + kk, tap = k / cout_g;
+        term_real = k0 + kk < K;
+        term_co = g * cout_g + k % cout_g;
+        term_kh = first_kh + tap / taps_w * step_h;
+        term_kw = first_kw + tap % taps_w * step_w;
+        // Exact divisions: the phase's taps land on output cells.
+        const int oh0 = (first_h + pt - term_kh * dh) / sh, ow0 = (first_w + pl - term_kw * dw) / sw;
         for (int i = 0; i < 4; ++i) {
             const int mm = threadIdx.x / 16 + 16 * i;
-            const int th = row_h[i] - kh * dh, tw = row_w[i] - kw * dw;
-            // th >= 0 before dividing: C's division truncates toward zero.
-            const int oh = th >= 0 && th % sh == 0 ? th / sh : -1, ow = tw >= 0 && tw % sw == 0 ? tw / sw : -1;
-            const bool real = k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
-            a[kk][mm] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + co * ys[3]) : (compute)0;
+            const int oh = row_h[i] + oh0, ow = row_w[i] + ow0;
+            const bool real = term_real && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
+            a[kk][mm] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + term_co * ys[3])
+                             : (compute)0;
             a_real[kk][mm] = real;
         }
     }
 
-    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
-        const int kk = threadIdx.x % 16, k = k0 + kk;
-        const int co = blockIdx.z * cout_g + k % cout_g, tap = k / cout_g;
-        const int base = (tap / KW) * ws[0] + (tap % KW) * ws[1] + co * ws[3];
+    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int) {
+        const int kk = threadIdx.x % 16;
+        const int base = term_kh * ws[0] + term_kw * ws[1] + term_co * ws[3];
         bool finite = true;
         for (int i = 0; i < 4; ++i) {
             const int nn = threadIdx.x / 16 + 16 * i;
             compute v = 0;
-            if (k < K && n0 + nn < cin_g) v = IO<TYPE>::load(w, base + (n0 + nn) * ws[2]);
+            if (term_real && n0 + nn < cin_g) v = IO<TYPE>::load(w, base + (n0 + nn) * ws[2]);
             finite = finite && cvz_is_finite(v);
             b[kk][nn] = v;
         }
@@ -115,10 +161,12 @@ struct InputGradTiles {
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + row + i;
             if (m >= M) continue;
-            const int base = (m / (W * H)) * xs[0] + ((m / W) % H) * xs[1] + (m % W) * xs[2];
+            const int ih = first_h + (m / wq) % hq * sh, iw = first_w + m % wq * sw;
+            const int base = (m / (wq * hq)) * xs[0] + ih * xs[1] + iw * xs[2];
             for (int j = 0; j < 4; ++j) {
                 const int n = n0 + col + j;
-                if (n < cin_g) IO<TYPE>::store(dx, base + (blockIdx.z * cin_g + n) * xs[3], acc[i][j]);
+                if (n < cin_g) cvz_store_or_partial<TYPE>(dx, partial, chunk, chunks, total,
+                                                          base + (g * cin_g + n) * xs[3], acc[i][j]);
             }
         }
     }
@@ -126,7 +174,8 @@ struct InputGradTiles {
 
 template <int TYPE>
 __global__ void input_grad_tiled(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
-                                 typename IO<TYPE>::storage* dx, const i64* p) {
-    InputGradTiles<TYPE> op(dy, w, dx, p);
+                                 typename IO<TYPE>::storage* dx, typename IO<TYPE>::compute* partial,
+                                 const i64* p) {
+    InputGradTiles<TYPE> op(dy, w, dx, partial, p);
     cvz_tiled_product(op);
 }

@@ -124,7 +124,17 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)),
-                     *(f"input_grad_tiled<{t}>" for t in range(5)))
+                     *(f"input_grad_tiled<{t}>" for t in range(5)),
+                     *(f"merge_chunk_partials<{t}>" for t in range(5)))
+
+
+def max_phase_taps(g: ConvGeometry) -> int:
+    """The most taps any stride phase of the input gets terms from (the tiled kernel's phases)."""
+    most = 1
+    for size, stride, dilation in [(g.kernel_hw[0], g.strides_hw[0], g.dilations_hw[0]),
+                                   (g.kernel_hw[1], g.strides_hw[1], g.dilations_hw[1])]:
+        most *= max(sum(1 for k in range(size) if (k * dilation - r) % stride == 0) for r in range(stride))
+    return most
 
 
 def plan_on_gpu(call: Call) -> cuda.Reordered:
@@ -132,13 +142,17 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
     g = call.geometry
 
     def tiled(cp, dy, w, dx, params, code):
-        cin_g, cout_g = g.in_channels // g.groups, g.out_channels // g.groups
-        if not cuda.tiled_fits(dy, w, dx, columns=cin_g, groups=g.groups):
+        cin_g = g.in_channels // g.groups
+        (sh, sw), (h, w_) = g.strides_hw, g.input_hw
+        if not cuda.tiled_fits(dy, w, dx, columns=cin_g, groups=g.groups, blocks_z=g.groups * sh * sw):
             return None
-        pixels = g.batch * g.input_hw[0] * g.input_hw[1]
-        grid = (cuda.tiles(pixels, cuda.TILE_M), cuda.tiles(cin_g, cuda.TILE_N), g.groups)
-        function, p = cuda.kernel(f"input_grad_tiled<{code}>"), cuda.int64_array(cp, params)
-        return lambda dy, w, dx: function(grid, (cuda.TILE_THREADS,), (dy, w, dx, p))
+        # One block row per stride phase: the largest phase has ceil(H / sh) x ceil(W / sw) pixels.
+        pixels = g.batch * cuda.tiles(h, sh) * cuda.tiles(w_, sw)
+        grid = (cuda.tiles(pixels, cuda.TILE_M), cuda.tiles(cin_g, cuda.TILE_N), g.groups * sh * sw)
+        # The largest phase's terms: ceil(KH / sh) x ceil(KW / sw) taps at most (dilation 1).
+        terms = max_phase_taps(g) * (g.out_channels // g.groups)
+        return cuda.split_launch(cp, cuda.kernel(f"input_grad_tiled<{code}>"), grid, params, terms,
+                                 int(np.prod(g.input_shape)), code)
 
     plan = cuda.DensePlan("conv2d_backprop_input", "input_grad", g, call.dtype, g.input_shape,
                           call.out_backprop, call.filter, images=(True, False, True), tiled=tiled)
