@@ -263,3 +263,18 @@ def test_split_sums_match_the_reference(dtype, data_format, stride, dilation, gr
         magnitudes = [np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray) else a for a in args]
         assert got.dtype == np.dtype(dtype)
         assert_close_to_reference(got, exact, record.reference(*magnitudes, **window), dtype)
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_the_64_bit_kernels_match_the_reference(op, rng, cp, monkeypatch):
+    # Arrays past 2^31 elements get the i64 variants (and no tiles); force them on small ones.
+    monkeypatch.setattr(cuda, "offsets_fit", lambda *arrays, count=0: False)
+    for dtype in (np.float32, np.float64):
+        for strides, dilations in [((1, 1), (1, 1)), ((3, 2), (2, 3))]:
+            args = op.example(rng, dtype, "NCHW", strides, dilations, "EXPLICIT")
+            on_device = [cp.asarray(a) if i in op.tensor_positions else a for i, a in enumerate(args)]
+            got = cp.asnumpy(op.run(*on_device, None))
+            magnitudes = list(args)
+            for i in op.tensor_positions:
+                magnitudes[i] = np.abs(args[i].astype(np.float64))
+            assert_close_to_reference(got, op.reference(*args), op.reference(*magnitudes), str(np.dtype(dtype)))

@@ -129,7 +129,8 @@ class DensePlan:
 
     ``tiled(cp, first, second, result, params, type_code)``, given, may return a launch
     ``(first, second, result) -> None`` of the op's tiled kernel for these views; when it
-    returns None the one-thread-per-element kernel ``kernel_name`` runs.
+    returns None the one-thread-per-element kernel ``kernel_name`` runs (its int variant
+    ``kernel_name + "_narrow"`` when every offset fits 32 bits).
     """
 
     def __init__(self, op: str, kernel_name: str, geometry: Any, dtype: np.dtype, shape: tuple[int, ...],
@@ -146,7 +147,9 @@ class DensePlan:
         code = TYPE_CODES[dtype]
         self.launch = tiled(cp, a, b, c, params, code) if tiled is not None else None
         if self.launch is None:
-            function, p, total = kernel(f"{kernel_name}<{code}>"), int64_array(cp, params), int(np.prod(shape))
+            total = int(np.prod(shape))
+            narrow = "_narrow" if offsets_fit(a, b, c, count=total + blocks(total) * THREADS) else ""
+            function, p = kernel(f"{kernel_name}{narrow}<{code}>"), int64_array(cp, params)
             self.launch = lambda a, b, c: function((blocks(total),), (THREADS,), (a, b, c, p, np.int64(total)))
 
     def operands(self, first: Any, second: Any) -> tuple[Any, Any, Any, Any]:
@@ -265,12 +268,19 @@ def split_launch(cp, function: Any, grid: tuple[int, int, int], params: list[int
     return launch
 
 
+def offsets_fit(*arrays: Any, count: int = 0) -> bool:
+    """Whether every element offset of these arrays, and ``count`` more (a loop's last index
+    plus a grid's stride), fit a 32-bit int: the kernels' int variants then serve."""
+    return count < 2**30 and all(sum((n - 1) * abs(s) for n, s in zip(a.shape, element_strides(a))) < MAX_TILE_INDEX
+                                 for a in arrays)
+
+
 def tiled_fits(*arrays: Any, columns: int, groups: int, blocks_z: int | None = None) -> bool:
     """Whether the tiled kernels serve this call: 32-bit offsets suffice, the grid's z
     (``blocks_z``, default ``groups``) fits, and a group's columns fill a good part of a
     tile (a depthwise-like product, one column per group, would waste 63 of 64; the
     one-thread-per-element kernels serve it)."""
-    if any(sum((n - 1) * abs(s) for n, s in zip(a.shape, element_strides(a))) >= MAX_TILE_INDEX for a in arrays):
+    if not offsets_fit(*arrays):
         return False
     return (groups if blocks_z is None else blocks_z) <= MAX_GRID_Z and (groups == 1 or columns >= 16)
 

@@ -137,6 +137,7 @@ class Plan:
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
                      *(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
+                     *(f"depthwise_filter_grad_partial_narrow<{t}>" for t in range(4)),
                      *(f"merge_chunk_partials<{t}>" for t in range(4)))
 
 
@@ -165,7 +166,8 @@ class GpuPlan:
         self.threads = min(cuda.THREADS, (self.cm + 31) // 32 * 32)
         pairs = self.taps * ((self.cm + self.threads - 1) // self.threads)
         self.grid = (self.chunks, min(pairs, cuda.MAX_GRID_Y))
-        self.partial_pass = cuda.kernel(f"depthwise_filter_grad_partial<{code}>")
+        narrow = cuda.offsets_fit(x, dy, count=self.chunks * self.taps * self.cm + self.taps * self.cm)
+        self.partial_pass = cuda.kernel(f"depthwise_filter_grad_partial{'_narrow' if narrow else ''}<{code}>")
 
     def views(self, x: Any, dy: Any) -> tuple[Any, Any]:
         cp = self.cp

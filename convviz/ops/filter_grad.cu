@@ -7,31 +7,31 @@
 // One thread per filter-gradient element dw[kh, kw, ci, co] (co fastest), summing
 // over (n, oh, ow) in that order: the same order for any launch, so the result
 // is bitwise reproducible.
-template <int TYPE>
-__global__ void conv2d_filter_grad(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
-                                   typename IO<TYPE>::storage* dw, const i64* p, i64 total) {
+// Index type I: i64, or int (conv2d_filter_grad_narrow) when every offset fits.
+template <int TYPE, typename I>
+__device__ void conv2d_filter_grad_body(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
+                                        typename IO<TYPE>::storage* dw, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const i64 N = p[0], H = p[1], W = p[2], OH = p[4], OW = p[5], Cout = p[6], KW = p[8];
-    const i64 cin_g = p[10], cout_g = p[11];
-    const i64 sh = p[12], sw = p[13], dh = p[14], dwd = p[15], pt = p[16], pl = p[17];
-    const i64* xs = p + 18;
-    const i64* ws = p + 22;
-    const i64* ys = p + 26;
-    for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
-        const i64 co = idx % Cout;
-        i64 rest = idx / Cout;
-        const i64 ci = rest % cin_g;
+    const I N = p[0], H = p[1], W = p[2], OH = p[4], OW = p[5], Cout = p[6], KW = p[8];
+    const I cin_g = p[10], cout_g = p[11];
+    const I sh = p[12], sw = p[13], dh = p[14], dwd = p[15], pt = p[16], pl = p[17];
+    I xs[4], ws[4], ys[4];
+    for (int k = 0; k < 4; ++k) xs[k] = (I)p[18 + k], ws[k] = (I)p[22 + k], ys[k] = (I)p[26 + k];
+    for (I idx = (I)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (I)gridDim.x * blockDim.x) {
+        const I co = idx % Cout;
+        I rest = idx / Cout;
+        const I ci = rest % cin_g;
         rest /= cin_g;
-        const i64 kw = rest % KW;
-        const i64 kh = rest / KW;
-        const i64 cx = co / cout_g * cin_g + ci;  // the input channel this weight reads
+        const I kw = rest % KW;
+        const I kh = rest / KW;
+        const I cx = co / cout_g * cin_g + ci;  // the input channel this weight reads
         typename io::compute acc = 0;
-        for (i64 n = 0; n < N; ++n)
-            for (i64 oh = 0; oh < OH; ++oh) {
-                const i64 ih = oh * sh - pt + kh * dh;
+        for (I n = 0; n < N; ++n)
+            for (I oh = 0; oh < OH; ++oh) {
+                const I ih = oh * sh - pt + kh * dh;
                 if (ih < 0 || ih >= H) continue;
-                for (i64 ow = 0; ow < OW; ++ow) {
-                    const i64 iw = ow * sw - pl + kw * dwd;
+                for (I ow = 0; ow < OW; ++ow) {
+                    const I iw = ow * sw - pl + kw * dwd;
                     if (iw < 0 || iw >= W) continue;
                     acc += io::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + cx * xs[3]) *
                            io::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + co * ys[3]);
@@ -39,6 +39,18 @@ __global__ void conv2d_filter_grad(const typename IO<TYPE>::storage* x, const ty
             }
         io::store(dw, kh * ws[0] + kw * ws[1] + ci * ws[2] + co * ws[3], acc);
     }
+}
+
+template <int TYPE>
+__global__ void conv2d_filter_grad(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
+                                   typename IO<TYPE>::storage* dw, const i64* p, i64 total) {
+    conv2d_filter_grad_body<TYPE, i64>(x, dy, dw, p, total);
+}
+
+template <int TYPE>
+__global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
+                                          typename IO<TYPE>::storage* dw, const i64* p, i64 total) {
+    conv2d_filter_grad_body<TYPE, int>(x, dy, dw, p, total);
 }
 
 // The tiled filter gradient, pass 1 (the engine is in cuda_tiles.cuh): rows m are the

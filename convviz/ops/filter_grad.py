@@ -102,6 +102,7 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)),
+                     *(f"conv2d_filter_grad_narrow<{t}>" for t in range(4)),
                      *(f"conv2d_filter_grad_tiled<{t}>" for t in range(4)),
                      *(f"merge_chunk_partials<{t}>" for t in range(4)))
 

@@ -107,6 +107,7 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)),
+                     *(f"conv2d_forward_narrow<{t}>" for t in range(5)),
                      *(f"conv2d_forward_tiled<{t}>" for t in range(5)),
                      *(f"merge_chunk_partials<{t}>" for t in range(5)))
 

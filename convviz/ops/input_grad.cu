@@ -6,43 +6,55 @@
 // One thread per input-gradient element dx[n, ih, iw, ci] (ci fastest: neighbouring
 // threads write neighbouring channels in NHWC).  Terms are added in order of
 // (kh, kw, output channel), like the CPU kernels' plain path.
-template <int TYPE>
-__global__ void input_grad(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
-                           typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
+// Index type I: i64, or int (input_grad_narrow) when every offset fits (see conv2d_forward_body).
+template <int TYPE, typename I>
+__device__ void input_grad_body(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
+                                typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const i64 H = p[1], W = p[2], Cin = p[3], OH = p[4], OW = p[5], KH = p[7], KW = p[8];
-    const i64 cin_g = p[10], cout_g = p[11];
-    const i64 sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
-    const i64* ys = p + 18;
-    const i64* xs = p + 22;
-    const i64* ws = p + 26;
-    for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
-        const i64 ci = idx % Cin;
-        i64 rest = idx / Cin;
-        const i64 iw = rest % W;
+    const I H = p[1], W = p[2], Cin = p[3], OH = p[4], OW = p[5], KH = p[7], KW = p[8];
+    const I cin_g = p[10], cout_g = p[11];
+    const I sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
+    I ys[4], xs[4], ws[4];
+    for (int k = 0; k < 4; ++k) ys[k] = (I)p[18 + k], xs[k] = (I)p[22 + k], ws[k] = (I)p[26 + k];
+    for (I idx = (I)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (I)gridDim.x * blockDim.x) {
+        const I ci = idx % Cin;
+        I rest = idx / Cin;
+        const I iw = rest % W;
         rest /= W;
-        const i64 ih = rest % H;
-        const i64 n = rest / H;
-        const i64 g = ci / cin_g, cl = ci % cin_g;
+        const I ih = rest % H;
+        const I n = rest / H;
+        const I g = ci / cin_g, cl = ci % cin_g;
         typename io::compute acc = 0;
-        for (i64 kh = 0; kh < KH; ++kh) {
-            const i64 th = ih + pt - kh * dh;
-            if (th < 0 || th % sh != 0) continue;
-            const i64 oh = th / sh;
+        for (I kh = 0; kh < KH; ++kh) {
+            const I th = ih + pt - kh * dh;
+            if (th < 0 || (sh != 1 && th % sh != 0)) continue;  // stride 1: no division
+            const I oh = sh == 1 ? th : th / sh;
             if (oh >= OH) continue;
-            for (i64 kw = 0; kw < KW; ++kw) {
-                const i64 tw = iw + pl - kw * dw;
-                if (tw < 0 || tw % sw != 0) continue;
-                const i64 ow = tw / sw;
+            for (I kw = 0; kw < KW; ++kw) {
+                const I tw = iw + pl - kw * dw;
+                if (tw < 0 || (sw != 1 && tw % sw != 0)) continue;
+                const I ow = sw == 1 ? tw : tw / sw;
                 if (ow >= OW) continue;
-                const i64 ybase = n * ys[0] + oh * ys[1] + ow * ys[2];
-                const i64 wbase = kh * ws[0] + kw * ws[1] + cl * ws[2];
-                for (i64 co = g * cout_g; co < (g + 1) * cout_g; ++co)
+                const I ybase = n * ys[0] + oh * ys[1] + ow * ys[2];
+                const I wbase = kh * ws[0] + kw * ws[1] + cl * ws[2];
+                for (I co = g * cout_g; co < (g + 1) * cout_g; ++co)
                     acc += io::load(dy, ybase + co * ys[3]) * io::load(w, wbase + co * ws[3]);
             }
         }
         io::store(dx, n * xs[0] + ih * xs[1] + iw * xs[2] + ci * xs[3], acc);
     }
+}
+
+template <int TYPE>
+__global__ void input_grad(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
+                           typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
+    input_grad_body<TYPE, i64>(dy, w, dx, p, total);
+}
+
+template <int TYPE>
+__global__ void input_grad_narrow(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
+                                  typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
+    input_grad_body<TYPE, int>(dy, w, dx, p, total);
 }
 
 // The tiled input gradient (the engine is in cuda_tiles.cuh).  With strides, an input pixel

@@ -124,6 +124,7 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)),
+                     *(f"input_grad_narrow<{t}>" for t in range(5)),
                      *(f"input_grad_tiled<{t}>" for t in range(5)),
                      *(f"merge_chunk_partials<{t}>" for t in range(5)))
 
