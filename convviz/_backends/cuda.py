@@ -286,7 +286,7 @@ def tiled_fits(*arrays: Any, columns: int, groups: int, blocks_z: int | None = N
 
 
 def dense_params(geometry: Any, first: Any, result: Any, second: Any) -> list[int]:
-    """The dense kernels' parameters (see run_dense)."""
+    """The dense kernels' parameters (see DensePlan)."""
     g = geometry
     return [g.batch, *g.input_hw, g.in_channels, *g.output_hw, g.out_channels, *g.kernel_hw, g.groups,
             g.in_channels // g.groups, g.out_channels // g.groups, *g.strides_hw, *g.dilations_hw,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,12 +101,27 @@ class Plan(cpu.ConvPlan):
         return result
 
 
+cuda.declare_kernels(Path(__file__).with_name("depthwise_forward.cu"),
+                     *(f"depthwise_forward_rows<{t}>" for t in range(4)))
+GPU_ROW = 4  # output pixels per thread: DEPTHWISE_FORWARD_ROW in depthwise_forward.cu
+
+
 def plan_on_gpu(call: Call) -> cuda.DensePlan:
-    """The dense forward's CUDA kernel, with the filter seen as [KH, KW, 1, C * M], for this call's signature."""
+    """The CUDA launch for this call's signature: a row of output pixels per thread, or (arrays
+    past 32-bit offsets) the dense forward's kernel with the filter seen as [KH, KW, 1, C * M]."""
+    g = call.geometry
     kh, kw, c, m = call.filter.shape
-    return cuda.DensePlan("depthwise_conv2d_native", "conv2d_forward", call.geometry, call.dtype,
-                          call.geometry.output_shape, call.input, call.filter,
-                          images=(True, False, True), second_shape=(kh, kw, 1, c * m))
+
+    def rows(cp, x, w, y, params, code):
+        total = g.batch * g.output_hw[0] * cuda.tiles(g.output_hw[1], GPU_ROW) * c * m
+        if not cuda.offsets_fit(x, w, y, count=total + cuda.blocks(total) * cuda.THREADS):
+            return None
+        function, p = cuda.kernel(f"depthwise_forward_rows<{code}>"), cuda.int64_array(cp, params)
+        return lambda x, w, y: function((cuda.blocks(total),), (cuda.THREADS,), (x, w, y, p, np.int64(total)))
+
+    return cuda.DensePlan("depthwise_conv2d_native", "conv2d_forward", g, call.dtype, g.output_shape,
+                          call.input, call.filter, images=(True, False, True), second_shape=(kh, kw, 1, c * m),
+                          tiled=rows)
 
 
 def flops(g: ConvGeometry) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -98,13 +99,27 @@ class Plan(cpu.ConvPlan):
         return result
 
 
+cuda.declare_kernels(Path(__file__).with_name("depthwise_input_grad.cu"),
+                     *(f"depthwise_input_grad_rows<{t}>" for t in range(4)))
+GPU_ROW = 4  # input pixels per thread: DEPTHWISE_INPUT_ROW in depthwise_input_grad.cu
+
+
 def plan_on_gpu(call: Call) -> cuda.Reordered:
-    """The dense input gradient's CUDA kernel, with the filter seen as [KH, KW, 1, C * M], for this call's
-    signature."""
+    """The CUDA launch for this call's signature: a row of input pixels per thread, or (arrays
+    past 32-bit offsets) the dense input gradient's kernel with the filter seen as [KH, KW, 1, C * M]."""
+    g = call.geometry
     kh, kw, c, m = call.filter.shape
-    plan = cuda.DensePlan("depthwise_conv2d_native_backprop_input", "input_grad", call.geometry, call.dtype,
-                          call.geometry.input_shape, call.out_backprop, call.filter,
-                          images=(True, False, True), second_shape=(kh, kw, 1, c * m))
+
+    def rows(cp, dy, w, dx, params, code):
+        total = g.batch * g.input_hw[0] * cuda.tiles(g.input_hw[1], GPU_ROW) * c
+        if not cuda.offsets_fit(dy, w, dx, count=total + cuda.blocks(total) * cuda.THREADS):
+            return None
+        function, p = cuda.kernel(f"depthwise_input_grad_rows<{code}>"), cuda.int64_array(cp, params)
+        return lambda dy, w, dx: function((cuda.blocks(total),), (cuda.THREADS,), (dy, w, dx, p, np.int64(total)))
+
+    plan = cuda.DensePlan("depthwise_conv2d_native_backprop_input", "input_grad", g, call.dtype, g.input_shape,
+                          call.out_backprop, call.filter, images=(True, False, True),
+                          second_shape=(kh, kw, 1, c * m), tiled=rows)
     return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
