@@ -135,3 +135,16 @@ def test_cupy_arrays_are_recognised_by_module():
     assert cuda.is_cupy_array(FakeCupyArray(np.ones(2)))
     assert not cuda.is_cupy_array(np.ones(2)) and not cuda.is_cupy_array([1.0])
     assert ops.select_device("op", None, np.ones(2), [1.0]) == "cpu"
+
+
+def test_numpy_subclasses_never_look_for_a_gpu_plan(monkeypatch):
+    # An ndarray subclass misses the CPU plan cache; the GPU plan lookup must turn it away by
+    # its type at once (asking for CuPy's device without CuPy cost 60 us of failed imports).
+    class Sub(np.ndarray):
+        pass
+
+    monkeypatch.setattr(cuda, "current_device", lambda: pytest.fail("looked for a GPU plan for NumPy arrays"))
+    dy = np.ones((1, 4, 4, 4), F32).view(Sub)
+    for _ in range(2):
+        dx = convviz.conv2d_backprop_input(filter=np.ones((3, 3, 2, 4), F32), out_backprop=dy, **ARGS)
+    assert isinstance(dx, np.ndarray)

@@ -11,6 +11,7 @@ CPU kernels.
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -186,8 +187,9 @@ class Reordered:
 
 
 def current_device() -> int:
-    """The id of CuPy's current device (part of a GPU plan's signature); -1 without one."""
-    cp = cupy_module()
+    """The id of CuPy's current device (part of a GPU plan's signature); -1 without one.
+    CuPy as already imported (a CuPy array implies it): a failed import costs tens of us."""
+    cp = sys.modules.get("cupy")
     try:
         return cp.cuda.runtime.getDevice()
     except Exception:  # no CuPy, or no usable device: the call's own checks say which

@@ -232,7 +232,8 @@ def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
     if gpu:
         parts.append("cuda.current_device()")
     for i in range(n_args):
-        if i in tensors and gpu:  # any array type: only CuPy arrays' plans are ever stored
+        if i in tensors and gpu:  # CuPy arrays only (by module, without importing CuPy), at once
+            lines.append(f"    if not type(a{i}).__module__.startswith('cupy'):\n        return {fail}")
             lines.append(f"    try:\n        t{i} = (type(a{i}), a{i}.shape, a{i}.dtype, a{i}.strides)\n"
                          f"    except AttributeError:\n        return {fail}")
             parts.append(f"t{i}")
