@@ -190,6 +190,8 @@ def current_device() -> int:
     """The id of CuPy's current device (part of a GPU plan's signature); -1 without one.
     CuPy as already imported (a CuPy array implies it): a failed import costs tens of us."""
     cp = sys.modules.get("cupy")
+    if cp is None:
+        return -1
     try:
         return cp.cuda.runtime.getDevice()
     except Exception:  # no CuPy, or no usable device: the call's own checks say which
