@@ -17,7 +17,7 @@
 //   a = 0 and marked in a_real; multiplying it costs nothing (0 * b adds +-0 to a sum that never
 //   is -0) unless b is NaN or infinite, so a block whose b tile holds such a value runs the
 //   careful loop, which skips those terms: a NaN weight reaches only the cells whose sum has it.
-// - 32-bit indices: the launcher uses these kernels only when every array has < 2^31 elements.
+// - 32-bit indices: the launchers use these kernels only when every offset fits (cuda.tiled_fits).
 
 #define CVZ_BM 64
 #define CVZ_BN 64
@@ -116,7 +116,8 @@ __device__ inline void cvz_store_or_partial(typename IO<TYPE>::storage* out, typ
         partial[chunk * total + at] = v;
 }
 
-// The second pass of a split reduction (the filter gradients): out[i] = sum of
+// The second pass of a split sum (the filter gradients' pixel chunks, the forward pass's and
+// input gradient's term chunks, cuda.split_terms): out[i] = sum of
 // partial[chunk][i] over the chunks, in chunk order, then rounded once to the storage type.
 template <int TYPE>
 __global__ void merge_chunk_partials(const typename IO<TYPE>::compute* partial, typename IO<TYPE>::storage* out,
