@@ -243,8 +243,10 @@ def test_a_repeated_call_reuses_its_plan_and_new_strides_get_their_own(rng, cp, 
 @pytest.mark.parametrize("stride, dilation, groups", [(1, 1, 1), (2, 1, 2), (3, 2, 1), (2, 3, 1)])
 def test_split_sums_match_the_reference(dtype, data_format, stride, dilation, groups, rng, cp, monkeypatch):
     # Small products whose tiles are too few: their terms are split into chunks (on a real GPU
-    # only for shapes like 8x7x7x512 -> 512; here forced with short chunks), then merged.
+    # only for shapes like 8x7x7x512 -> 512; here forced with short chunks), then merged; the
+    # filter gradient's pixels likewise (short chunks here, one chunk on such small shapes).
     monkeypatch.setattr(cuda, "MIN_CHUNK_TERMS", 16)
+    monkeypatch.setattr(cuda, "MIN_CHUNK_PIXELS", 16)
     g = convviz.ConvGeometry.build(batch=2, input_hw=(9, 10), in_channels=24 * groups, out_channels=20 * groups,
                                    kernel_hw=(3, 4), strides=(stride, stride), dilations=(dilation, dilation),
                                    padding="SAME", groups=groups, data_format=data_format)
@@ -257,7 +259,11 @@ def test_split_sums_match_the_reference(dtype, data_format, stride, dilation, gr
     window = dict(strides=four, padding="SAME", data_format=data_format, dilations=dil)
     y = cp.asnumpy(convviz.conv2d(cp.asarray(x), cp.asarray(f), **window))
     dx = cp.asnumpy(convviz.conv2d_backprop_input(list(x.shape), cp.asarray(f), cp.asarray(dy), **window))
-    for got, op, args in [(y, "conv2d", (x, f)), (dx, "conv2d_backprop_input", (list(x.shape), f, dy))]:
+    results = [(y, "conv2d", (x, f)), (dx, "conv2d_backprop_input", (list(x.shape), f, dy))]
+    if dtype != "int32":  # the filter gradient serves the float dtypes
+        dw = cp.asnumpy(convviz.conv2d_backprop_filter(cp.asarray(x), list(f.shape), cp.asarray(dy), **window))
+        results.append((dw, "conv2d_backprop_filter", (x, list(f.shape), dy)))
+    for got, op, args in results:
         record = next(o for o in OPS if o.name == op)
         exact = record.reference(*args, **window)
         magnitudes = [np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray) else a for a in args]

@@ -55,17 +55,19 @@ __global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, c
 
 // The tiled filter gradient, pass 1 (the engine is in cuda_tiles.cuh): rows m are the
 // filter's (kh, kw, ci), columns the group's output channels, terms k the output pixels
-// (n, oh, ow) of one chunk of p[30] pixels.  The chunk's sums go to
-// partial[chunk][m][g * cout_g + co]; merge_chunk_partials adds the chunks in order (pass 2),
+// (n, oh, ow) of one chunk of p[30] pixels, of p[31] chunks.  With one chunk the sums go to
+// dw[m][g * cout_g + co]; with more, to partial[chunk][m][g * cout_g + co], and
+// merge_chunk_partials adds the chunks in order (pass 2),
 // so the grouping depends on the shape alone, never on the device.
 // Grid: x = row tiles, y = column tiles, z = chunk * G + group.
 template <int TYPE>
 struct FilterGradTiles {
     typedef typename IO<TYPE>::compute compute;
     const typename IO<TYPE>::storage *x, *dy;
+    typename IO<TYPE>::storage* dw;
     compute* partial;
     int H, W, OH, OW, Cout, cout_g, sh, sw, xs[4], ys[4];
-    int K, M, m0, n0, G, g, first_pixel;
+    int K, M, m0, n0, G, g, first_pixel, chunk, chunks;
     int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
     int pixel_x[4], pixel_y[4], pixel_h[4], pixel_w[4];  // the pixels load_a found, for load_b
     bool pixel_real[4];
@@ -74,8 +76,8 @@ struct FilterGradTiles {
     int step_n[4], step_oh[4], step_ow[4];
 
     __device__ FilterGradTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* dy_,
-                               compute* partial_, const i64* p)
-        : x(x_), dy(dy_), partial(partial_) {
+                               typename IO<TYPE>::storage* dw_, compute* partial_, const i64* p)
+        : x(x_), dy(dy_), dw(dw_), partial(partial_) {
         const int N = (int)p[0], KH = (int)p[7], KW = (int)p[8], cin_g = (int)p[10];
         H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6];
         cout_g = (int)p[11], sh = (int)p[12], sw = (int)p[13];
@@ -83,7 +85,9 @@ struct FilterGradTiles {
         const int chunk_pixels = (int)p[30], pixels = N * OH * OW;
         G = (int)p[9];
         g = blockIdx.z % G;
-        first_pixel = (blockIdx.z / G) * chunk_pixels;
+        chunk = blockIdx.z / G;
+        chunks = (int)p[31];
+        first_pixel = chunk * chunk_pixels;
         K = pixels - first_pixel < chunk_pixels ? pixels - first_pixel : chunk_pixels;
         M = KH * KW * cin_g;
         m0 = blockIdx.x * CVZ_BM;
@@ -132,13 +136,14 @@ struct FilterGradTiles {
     }
 
     __device__ void store(compute (*acc)[4], int row, int col) {
-        const i64 chunk = blockIdx.z / G;
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + row + i;
             if (m >= M) continue;
             for (int j = 0; j < 4; ++j) {
                 const int n = n0 + col + j;
-                if (n < cout_g) partial[(chunk * M + m) * Cout + g * cout_g + n] = acc[i][j];
+                if (n < cout_g)
+                    cvz_store_or_partial<TYPE>(dw, partial, chunk, chunks, (i64)M * Cout, m * Cout + g * cout_g + n,
+                                               acc[i][j]);
             }
         }
     }
@@ -146,7 +151,8 @@ struct FilterGradTiles {
 
 template <int TYPE>
 __global__ void conv2d_filter_grad_tiled(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
-                                         typename IO<TYPE>::compute* partial, const i64* p) {
-    FilterGradTiles<TYPE> op(x, dy, partial, p);
+                                         typename IO<TYPE>::storage* dw, typename IO<TYPE>::compute* partial,
+                                         const i64* p) {
+    FilterGradTiles<TYPE> op(x, dy, dw, partial, p);
     cvz_tiled_product(op);
 }
