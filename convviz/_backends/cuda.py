@@ -149,9 +149,8 @@ class DensePlan:
         self.launch = tiled(cp, a, b, c, params, code) if tiled is not None else None
         if self.launch is None:
             total = int(np.prod(shape))
-            narrow = "_narrow" if offsets_fit(a, b, c, count=total + blocks(total) * THREADS) else ""
-            function, p = kernel(f"{kernel_name}{narrow}<{code}>"), int64_array(cp, params)
-            self.launch = lambda a, b, c: function((blocks(total),), (THREADS,), (a, b, c, p, np.int64(total)))
+            narrow = "_narrow" if loop_fits(a, b, c, total=total) else ""
+            self.launch = loop_launch(cp, f"{kernel_name}{narrow}<{code}>", params, total)
 
     def operands(self, first: Any, second: Any) -> tuple[Any, Any, Any, Any]:
         """``(first, second, result, result's storage)`` as the kernels see them."""
@@ -253,11 +252,20 @@ def split_launch(cp, function: Any, grid: tuple[int, int, int], params: list[int
                  type_code: int) -> Callable[[Any, Any, Any], None]:
     """The launch of a tiled forward pass or input gradient (grid z = groups, or groups x
     stride phases; ``total`` elements in the result) with its terms split as
-    :func:`split_terms` says: the chunks on the grid's z, then merge_chunk_partials into
-    the result."""
+    :func:`split_terms` says (see :func:`chunked_launch`)."""
     chunks, per_chunk = split_terms(grid[0] * grid[1] * grid[2], terms)
     if grid[2] * chunks > MAX_GRID_Z:
         chunks, per_chunk = 1, terms
+    return chunked_launch(cp, function, grid, params, chunks, per_chunk, total, type_code)
+
+
+def chunked_launch(cp, function: Any, grid: tuple[int, int, int], params: list[int], chunks: int, per_chunk: int,
+                   total: int, type_code: int) -> Callable[[Any, Any, Any], None]:
+    """The launch ``(first, second, result)`` of a tiled kernel taking ``(first, second, result,
+    partial, params + [per_chunk, chunks, total])`` whose sums come in ``chunks`` chunks on the
+    grid's z (``grid`` is the grid of one chunk): one chunk stores straight to the result;
+    more store partial sums that merge_chunk_partials adds into the result (``total``
+    elements) in chunk order."""
     grid = (grid[0], grid[1], grid[2] * chunks)
     partial_type = cp.float64 if type_code == 3 else (cp.uint32 if type_code == 4 else cp.float32)
     p = int64_array(cp, [*params, per_chunk, chunks, total])
@@ -270,6 +278,18 @@ def split_launch(cp, function: Any, grid: tuple[int, int, int], params: list[int
         function(grid, (TILE_THREADS,), (first, second, result, partial, p))
         merge_chunks(cp, partial, result, type_code)
     return launch
+
+
+def loop_fits(*arrays: Any, total: int) -> bool:
+    """Whether a grid-stride loop over ``total`` threads and these arrays' offsets fit 32 bits."""
+    return offsets_fit(*arrays, count=total + blocks(total) * THREADS)
+
+
+def loop_launch(cp, name: str, params: list[int], total: int) -> Callable[[Any, Any, Any], None]:
+    """The launch ``(first, second, result)`` of kernel ``name`` (a grid-stride loop over
+    ``total`` threads taking ``(first, second, result, params, total)``), parameters uploaded now."""
+    function, p = kernel(name), int64_array(cp, params)
+    return lambda a, b, c: function((blocks(total),), (THREADS,), (a, b, c, p, np.int64(total)))
 
 
 def offsets_fit(*arrays: Any, count: int = 0) -> bool:

@@ -18,6 +18,14 @@
 
 typedef long long i64;
 
+// The output index o with o * stride == t (an input-gradient tap landing on an output cell),
+// or -1 when t is negative or falls between output cells; no division at stride 1.
+template <typename I>
+__device__ inline I cvz_landing(I t, I stride) {
+    if (t < 0 || (stride != 1 && t % stride != 0)) return -1;
+    return stride == 1 ? t : t / stride;
+}
+
 // Type codes, as on the CPU side: 0 float16, 1 bfloat16 (bits in uint16), 2 float32, 3 float64, 4 int32.
 template <int TYPE> struct IO;
 

@@ -114,10 +114,9 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
 
     def rows(cp, x, w, y, params, code):
         total = g.batch * g.output_hw[0] * cuda.tiles(g.output_hw[1], GPU_ROW) * c * m
-        if not cuda.offsets_fit(x, w, y, count=total + cuda.blocks(total) * cuda.THREADS):
+        if not cuda.loop_fits(x, w, y, total=total):
             return None
-        function, p = cuda.kernel(f"depthwise_forward_rows<{code}>"), cuda.int64_array(cp, params)
-        return lambda x, w, y: function((cuda.blocks(total),), (cuda.THREADS,), (x, w, y, p, np.int64(total)))
+        return cuda.loop_launch(cp, f"depthwise_forward_rows<{code}>", params, total)
 
     return cuda.DensePlan("depthwise_conv2d_native", "conv2d_forward", g, call.dtype, g.output_shape,
                           call.input, call.filter, images=(True, False, True), second_shape=(kh, kw, 1, c * m),

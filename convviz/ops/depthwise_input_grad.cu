@@ -31,18 +31,14 @@ __global__ void depthwise_input_grad_rows(const typename IO<TYPE>::storage* dy, 
         typename io::compute acc[DEPTHWISE_INPUT_ROW];
         for (int j = 0; j < DEPTHWISE_INPUT_ROW; ++j) acc[j] = 0;
         for (int kh = 0; kh < KH; ++kh) {
-            const int th = ih + pt - kh * dh;
-            if (th < 0 || (sh != 1 && th % sh != 0)) continue;  // stride 1: no division
-            const int oh = sh == 1 ? th : th / sh;
-            if (oh >= OH) continue;
+            const int oh = cvz_landing(ih + pt - kh * dh, sh);
+            if (oh < 0 || oh >= OH) continue;
             for (int kw = 0; kw < KW; ++kw) {
                 const int tw0 = iw0 + pl - kw * dw;
 #pragma unroll
                 for (int j = 0; j < DEPTHWISE_INPUT_ROW; ++j) {
-                    const int tw = tw0 + j;
-                    if (j >= pixels || tw < 0 || (sw != 1 && tw % sw != 0)) continue;
-                    const int ow = sw == 1 ? tw : tw / sw;
-                    if (ow >= OW) continue;
+                    const int ow = cvz_landing(tw0 + j, sw);
+                    if (j >= pixels || ow < 0 || ow >= OW) continue;
                     const int ybase = n * ys0 + oh * ys1 + ow * ys2;
                     for (int m = 0; m < M; ++m) {
                         const int q = c * M + m;

@@ -112,10 +112,9 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
 
     def rows(cp, dy, w, dx, params, code):
         total = g.batch * g.input_hw[0] * cuda.tiles(g.input_hw[1], GPU_ROW) * c
-        if not cuda.offsets_fit(dy, w, dx, count=total + cuda.blocks(total) * cuda.THREADS):
+        if not cuda.loop_fits(dy, w, dx, total=total):
             return None
-        function, p = cuda.kernel(f"depthwise_input_grad_rows<{code}>"), cuda.int64_array(cp, params)
-        return lambda dy, w, dx: function((cuda.blocks(total),), (cuda.THREADS,), (dy, w, dx, p, np.int64(total)))
+        return cuda.loop_launch(cp, f"depthwise_input_grad_rows<{code}>", params, total)
 
     plan = cuda.DensePlan("depthwise_conv2d_native_backprop_input", "input_grad", g, call.dtype, g.input_shape,
                           call.out_backprop, call.filter, images=(True, False, True),

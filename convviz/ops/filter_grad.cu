@@ -55,10 +55,10 @@ __global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, c
 
 // The tiled filter gradient, pass 1 (the engine is in cuda_tiles.cuh): rows m are the
 // filter's (kh, kw, ci), columns the group's output channels, terms k the output pixels
-// (n, oh, ow) of one chunk of p[30] pixels, of p[31] chunks.  With one chunk the sums go to
-// dw[m][g * cout_g + co]; with more, to partial[chunk][m][g * cout_g + co], and
-// merge_chunk_partials adds the chunks in order (pass 2),
-// so the grouping depends on the shape alone, never on the device.
+// (n, oh, ow) of one chunk of p[30] pixels, of p[31] chunks ([32]: elements of dw).  With one
+// chunk the sums go to dw[m][g * cout_g + co]; with more, to partial[chunk][m][g * cout_g + co],
+// and merge_chunk_partials adds the chunks in order (pass 2), so the grouping depends on the
+// shape alone, never on the device.
 // Grid: x = row tiles, y = column tiles, z = chunk * G + group.
 template <int TYPE>
 struct FilterGradTiles {
@@ -68,6 +68,7 @@ struct FilterGradTiles {
     compute* partial;
     int H, W, OH, OW, Cout, cout_g, sh, sw, xs[4], ys[4];
     int K, M, m0, n0, G, g, first_pixel, chunk, chunks;
+    i64 total;
     int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
     int pixel_x[4], pixel_y[4], pixel_h[4], pixel_w[4];  // the pixels load_a found, for load_b
     bool pixel_real[4];
@@ -87,6 +88,7 @@ struct FilterGradTiles {
         g = blockIdx.z % G;
         chunk = blockIdx.z / G;
         chunks = (int)p[31];
+        total = p[32];
         first_pixel = chunk * chunk_pixels;
         K = pixels - first_pixel < chunk_pixels ? pixels - first_pixel : chunk_pixels;
         M = KH * KW * cin_g;
@@ -142,7 +144,7 @@ struct FilterGradTiles {
             for (int j = 0; j < 4; ++j) {
                 const int n = n0 + col + j;
                 if (n < cout_g)
-                    cvz_store_or_partial<TYPE>(dw, partial, chunk, chunks, (i64)M * Cout, m * Cout + g * cout_g + n,
+                    cvz_store_or_partial<TYPE>(dw, partial, chunk, chunks, total, m * Cout + g * cout_g + n,
                                                acc[i][j]);
             }
         }

@@ -136,19 +136,9 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
             return None
         rows = g.kernel_hw[0] * g.kernel_hw[1] * cin_g
         chunks, per_chunk = split_reduction(rows, cout_g, g.groups, g.batch * g.output_hw[0] * g.output_hw[1])
-        grid = (cuda.tiles(rows, cuda.TILE_M), cuda.tiles(cout_g, cuda.TILE_N), chunks * g.groups)
-        function = cuda.kernel(f"conv2d_filter_grad_tiled<{code}>")
-        p = cuda.int64_array(cp, [*params, per_chunk, chunks])
-        partial_type = cp.float64 if code == 3 else cp.float32
-        if chunks == 1:  # the sums go straight to the result: no partial array, no merge
-            unused = cp.empty((1,), dtype=partial_type)
-            return lambda x, dy, dw: function(grid, (cuda.TILE_THREADS,), (x, dy, dw, unused, p))
-
-        def launch(x, dy, dw):
-            partial = cp.empty((chunks, rows, g.out_channels), dtype=partial_type)
-            function(grid, (cuda.TILE_THREADS,), (x, dy, dw, partial, p))
-            cuda.merge_chunks(cp, partial, dw, code)
-        return launch
+        grid = (cuda.tiles(rows, cuda.TILE_M), cuda.tiles(cout_g, cuda.TILE_N), g.groups)
+        return cuda.chunked_launch(cp, cuda.kernel(f"conv2d_filter_grad_tiled<{code}>"), grid, params, chunks,
+                                   per_chunk, rows * g.out_channels, code)
 
     return cuda.DensePlan("conv2d_backprop_filter", "conv2d_filter_grad", g, call.dtype, g.filter_shape,
                           call.input, call.out_backprop, images=(True, True, False), tiled=tiled)

@@ -26,15 +26,11 @@ __device__ void input_grad_body(const typename IO<TYPE>::storage* dy, const type
         const I g = ci / cin_g, cl = ci % cin_g;
         typename io::compute acc = 0;
         for (I kh = 0; kh < KH; ++kh) {
-            const I th = ih + pt - kh * dh;
-            if (th < 0 || (sh != 1 && th % sh != 0)) continue;  // stride 1: no division
-            const I oh = sh == 1 ? th : th / sh;
-            if (oh >= OH) continue;
+            const I oh = cvz_landing<I>(ih + pt - kh * dh, sh);
+            if (oh < 0 || oh >= OH) continue;
             for (I kw = 0; kw < KW; ++kw) {
-                const I tw = iw + pl - kw * dw;
-                if (tw < 0 || (sw != 1 && tw % sw != 0)) continue;
-                const I ow = sw == 1 ? tw : tw / sw;
-                if (ow >= OW) continue;
+                const I ow = cvz_landing<I>(iw + pl - kw * dw, sw);
+                if (ow < 0 || ow >= OW) continue;
                 const I ybase = n * ys[0] + oh * ys[1] + ow * ys[2];
                 const I wbase = kh * ws[0] + kw * ws[1] + cl * ws[2];
                 for (I co = g * cout_g; co < (g + 1) * cout_g; ++co)
