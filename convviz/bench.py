@@ -856,6 +856,45 @@ def table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"
     return "\n".join(lines)
 
 
+#: The lead over the fastest peer the benchmark asks of every float32 case (issue 16).
+TARGET_SPEEDUP = 1.05
+
+
+def shortfall_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
+                    peaks: dict[str, Any] | None = None, target: float = TARGET_SPEEDUP) -> str:
+    """A Markdown table of the cases under ``target`` times the fastest peer, and what
+    ``target`` would take: the fraction of the roof convviz would have to reach,
+    ``target`` times the one the peer reaches (its *best peer % roof*).  Where that
+    is near or past 100%, the peer already runs at the machine's limit; where it is
+    well below, the kernel has room.  Empty without ``peaks`` or without such cases.
+
+    Examples
+    --------
+    >>> case = next(c for c in CASES if c.name == "fwd_resnet")
+    >>> peaks = {"fma_gflops": {"float32": 400.0, "float64": 200.0}, "roof_bandwidth_gbs": 40.0}
+    >>> flops_at = lambda fraction: case.flops / (fraction * 400e9)  # seconds at that fraction of the peak
+    >>> result = Result(case, times={"convviz": flops_at(0.80), "torch": flops_at(0.84)})
+    >>> print(shortfall_table([result], ("torch",), peaks).splitlines()[2])
+    | fwd_resnet 8,56,56,64,64,3,1,1 | 0.95x | compute | 80 | 84 | 88 |
+    """
+    if not peaks:
+        return ""
+    rows = []
+    for r in results:
+        t = r.times.get("convviz")
+        known = [x for x in (r.times.get(p) for p in peers) if x]
+        roof, peer_roof = case_roofline(r, peaks), best_peer_roofline(r, peaks, peers)
+        if not (t and known and roof and peer_roof) or min(known) / t >= target:
+            continue
+        rows.append(f"| {r.case.label} | {min(known) / t:.2f}x | {roof.bound} | {roof.of_roof * 100:.0f} | "
+                    f"{peer_roof.of_roof * 100:.0f} | {peer_roof.of_roof * target * 100:.0f} |")
+    if not rows:
+        return ""
+    head = ["case", "speedup vs best peer", "bound", "convviz % roof", "best peer % roof",
+            f"% roof {target:.2f}x needs"]
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows])
+
+
 def _asdict_or_none(roof: Roofline | None) -> dict[str, Any] | None:
     return None if roof is None else asdict(roof)
 
@@ -916,6 +955,11 @@ def main(argv: list[str] | None = None) -> int:
     if peaks:
         print()
         print(roofline_legend(peaks))
+        shortfall = shortfall_table(results, columns, peaks)
+        if shortfall:
+            print(f"\nUnder {TARGET_SPEEDUP:.2f}x the fastest peer, and the fraction of the roof "
+                  f"{TARGET_SPEEDUP:.2f}x would take:\n")
+            print(shortfall)
     if args.json:
         payload = {"info": info, "results": [
             {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,

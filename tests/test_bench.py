@@ -241,3 +241,27 @@ def test_the_table_sets_the_fastest_peer_against_the_same_roof():
     # torch's 5 ms against the 400 GFLOP/s roof (the case is compute-bound)
     assert _cells(row)[column] == f"{case.flops / 0.005 / 1e9 / 400 * 100:.0f}"
     assert _cells(row)[column - 1] == "0.83x"
+
+
+def test_the_shortfall_table_lists_only_the_cases_under_the_target():
+    by_name = {case.name: case for case in bench.CASES}
+    fwd, dwc, bpf = by_name["fwd_resnet"], by_name["dwc_mobilenet"], by_name["bpf_resnet"]
+    peaks = {"fma_gflops": {"float32": 400.0, "float64": 200.0}, "roof_bandwidth_gbs": 40.0}
+    at_peak = lambda case, fraction: case.flops / (fraction * 400e9)  # noqa: E731
+    at_bandwidth = lambda case, fraction: case.bytes / (fraction * 40e9)  # noqa: E731
+    results = [
+        bench.Result(fwd, times={"convviz": at_peak(fwd, 0.86), "torch": at_peak(fwd, 0.90),
+                                 "tensorflow": at_peak(fwd, 0.70)}),  # 0.96x: listed
+        bench.Result(bpf, times={"convviz": at_peak(bpf, 0.84), "torch": at_peak(bpf, 0.80)}),  # 1.05x: met
+        bench.Result(dwc, times={"convviz": at_bandwidth(dwc, 0.60), "torch": at_bandwidth(dwc, 0.75)}),
+        bench.Result(dwc, times={"convviz": at_bandwidth(dwc, 0.60)}),  # no peer time: nothing to compare
+    ]
+    header, _, *rows = bench.shortfall_table(results, ("tensorflow", "torch"), peaks).splitlines()
+    assert _cells(header) == ["case", "speedup vs best peer", "bound", "convviz % roof", "best peer % roof",
+                              "% roof 1.05x needs"]
+    assert [_cells(row) for row in rows] == [
+        [fwd.label, "0.96x", "compute", "86", "90", "94"],  # 1.05 x torch's 90%
+        [dwc.label, "0.80x", "memory", "60", "75", "79"],
+    ]
+    assert bench.shortfall_table(results[1:2], ("torch",), peaks) == ""  # every case met
+    assert bench.shortfall_table(results, ("torch",), None) == ""  # no peaks (the GPU run)
