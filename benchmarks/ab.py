@@ -13,6 +13,10 @@ of the medians over rounds.
 
 Identical builds still differ by a few percent between processes: trust a change
 that holds in every round, not one that shows in the median alone.
+
+``--device gpu`` times the builds' CuPy paths instead (each call synchronised; one
+placement, since device memory is the allocator's), e.g. two trees that differ in
+their CUDA source on a lent GPU.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 from convviz import bench
 
 names, seconds, placements, threads = sys.argv[1].split(","), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+device = sys.argv[5]
 out = {}
 for name in names:
     case = next(c for c in bench.CASES
@@ -47,7 +52,7 @@ for name in names:
                 placed[key][...] = value
             else:
                 placed[key] = value
-        call = bench.convviz_call(case, placed, threads)
+        call = bench.convviz_call(case, placed, threads, device=device)
         call()
         times, end = [], time.perf_counter() + seconds / placements
         while time.perf_counter() < end or len(times) < 5:
@@ -61,8 +66,8 @@ print(json.dumps(out))
 
 
 def _time_build(tree: str, cases: str, seconds: float, placements: int, threads: int,
-                env: dict[str, str]) -> dict[str, float]:
-    result = subprocess.run([sys.executable, "-c", _CHILD, cases, str(seconds), str(placements), str(threads)],
+                env: dict[str, str], device: str) -> dict[str, float]:
+    result = subprocess.run([sys.executable, "-c", _CHILD, cases, str(seconds), str(placements), str(threads), device],
                             env={**env, "PYTHONPATH": tree}, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"ab.py: timing {tree} failed:\n{result.stderr}")
@@ -79,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placements", type=int, default=4, help="input placements per case (default 4)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--isa", help="CONVVIZ_ISA for both builds (e.g. avx2)")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="gpu: the CuPy paths")
     args = parser.parse_args(argv)
+    if args.device == "gpu":
+        args.placements = 1
     env = dict(os.environ)
     if args.isa:
         env["CONVVIZ_ISA"] = args.isa
@@ -89,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for label in (("old", "new") if r % 2 == 0 else ("new", "old")):
             rounds[label].append(_time_build(trees[label], args.cases, args.seconds, args.placements,
-                                             args.threads, env))
+                                             args.threads, env, args.device))
         print(f"  round {r + 1}/{args.rounds} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     for name in args.cases.split(","):
         old = [t[name] * 1e3 for t in rounds["old"]]
