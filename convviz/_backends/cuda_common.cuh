@@ -12,11 +12,39 @@
 // fixed order; the filter gradient sums fixed chunks of pixels into partial sums
 // (pass 1) that are then added in chunk order (pass 2) -- no atomics.
 //
-// Parameters travel in one int64 array `p`, laid out by each op (see its .cu).
+// Parameters travel in one int64 array `p`, laid out by each op (see its .cu); the dense layout,
+// which all but the depthwise filter gradient share, is unpacked by ConvParams below.
 
 #include <cuda_fp16.h>
 
 typedef long long i64;
+
+// The dense kernels' parameters, as cuda.dense_params packs them, written down here only: the
+// kernels of conv2d, its input and filter gradients and (with the filter seen as the dense
+// [KH, KW, 1, C * M], so C_out = C * M, G = C, cout_g = M) the depthwise forward pass and input
+// gradient.  [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g, [12..17] sh sw dh dw pad_top
+// pad_left, then the element strides (logical NHWC, filters HWIO) of the kernel's first operand
+// [18..21], its result [22..25] and its second operand [26..29], in elements; each kernel says
+// which array is which.  I is the kernel's index type (int where the launcher checked that every
+// offset fits).  A local of the kernel: it lives in registers, and a field the kernel never reads
+// is a load the compiler drops (so no kernel pays for the fields it does not use).
+template <typename I>
+struct ConvParams {
+    I N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
+    I sh, sw, dh, dw, pad_top, pad_left;
+    I first_strides[4], result_strides[4], second_strides[4];
+
+    __device__ explicit ConvParams(const i64* p)
+        : N((I)p[0]), H((I)p[1]), W((I)p[2]), Cin((I)p[3]), OH((I)p[4]), OW((I)p[5]), Cout((I)p[6]),
+          KH((I)p[7]), KW((I)p[8]), G((I)p[9]), cin_g((I)p[10]), cout_g((I)p[11]), sh((I)p[12]),
+          sw((I)p[13]), dh((I)p[14]), dw((I)p[15]), pad_top((I)p[16]), pad_left((I)p[17]),
+          // Spelled out, not a loop: until such a loop is unrolled the arrays live in memory, and
+          // the optimizer shapes the kernel's loops around those loads (with one,
+          // depthwise_input_grad_rows lost its unswitched stride-1 path).
+          first_strides{(I)p[18], (I)p[19], (I)p[20], (I)p[21]},
+          result_strides{(I)p[22], (I)p[23], (I)p[24], (I)p[25]},
+          second_strides{(I)p[26], (I)p[27], (I)p[28], (I)p[29]} {}
+};
 
 // The output index o with o * stride == t (an input-gradient tap landing on an output cell),
 // or -1 when t is negative or falls between output cells; no division at stride 1.

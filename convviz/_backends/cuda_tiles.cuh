@@ -104,6 +104,17 @@ __device__ inline bool cvz_load_dense_b(const typename IO<TYPE>::storage* values
     return finite;
 }
 
+// The tiled kernels' parameters: the dense ones (ConvParams), then what cuda.chunked_launch
+// appends: [30] terms (the filter gradient: pixels) per chunk, [31] chunks, [32] elements of the
+// result.  A separate struct because only the tiled launches pack these three.
+struct TiledParams : ConvParams<int> {
+    int per_chunk, chunks;
+    i64 total;
+
+    __device__ explicit TiledParams(const i64* p)
+        : ConvParams<int>(p), per_chunk((int)p[30]), chunks((int)p[31]), total(p[32]) {}
+};
+
 // A tiled output at offset `at` of its (freshly allocated, so dense) result: stored, or, when
 // the terms are split into chunks, this chunk's partial sum for merge_chunk_partials.
 template <int TYPE>

@@ -1,7 +1,6 @@
 // The depthwise forward pass on the GPU (launched by convviz/ops/depthwise_forward.py).
 // Parameters p: those of conv2d_forward (forward.cu) for the filter seen as the dense
-// [KH, KW, 1, C * M]: [0..11] N H W C OH OW C*M KH KW C 1 M, [12..17] sh sw dh dw pad_top
-// pad_left, [18..21] strides of the input, [22..25] of the output, [26..29] of the filter.
+// [KH, KW, 1, C * M] (ConvParams, cuda_common.cuh).
 
 // One thread per DEPTHWISE_FORWARD_ROW neighbouring output pixels of one row and one channel q = c * M + m
 // (q fastest: neighbouring threads read and write neighbouring channels in NHWC).  Per pixel
@@ -14,13 +13,13 @@ template <int TYPE>
 __global__ void depthwise_forward_rows(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
                                        typename IO<TYPE>::storage* y, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const int H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], CM = (int)p[6];
-    const int KH = (int)p[7], KW = (int)p[8], M = (int)p[11];
-    const int sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
-    const int pt = (int)p[16], pl = (int)p[17];
-    const int xs0 = (int)p[18], xs1 = (int)p[19], xs2 = (int)p[20], xs3 = (int)p[21];
-    const int ys0 = (int)p[22], ys1 = (int)p[23], ys2 = (int)p[24], ys3 = (int)p[25];
-    const int ws0 = (int)p[26], ws1 = (int)p[27], ws3 = (int)p[29];
+    const ConvParams<int> prm(p);  // first operand x, result y, second w
+    const int H = prm.H, W = prm.W, OH = prm.OH, OW = prm.OW, CM = prm.Cout, KH = prm.KH, KW = prm.KW, M = prm.cout_g;
+    const int sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
+    const int xs0 = prm.first_strides[0], xs1 = prm.first_strides[1], xs2 = prm.first_strides[2];
+    const int xs3 = prm.first_strides[3], ys0 = prm.result_strides[0], ys1 = prm.result_strides[1];
+    const int ys2 = prm.result_strides[2], ys3 = prm.result_strides[3];
+    const int ws0 = prm.second_strides[0], ws1 = prm.second_strides[1], ws3 = prm.second_strides[3];
     const int row_blocks = (OW + DEPTHWISE_FORWARD_ROW - 1) / DEPTHWISE_FORWARD_ROW;
     for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += gridDim.x * blockDim.x) {
         const int q = idx % CM;

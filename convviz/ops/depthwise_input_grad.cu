@@ -1,7 +1,6 @@
 // The depthwise input gradient on the GPU (launched by convviz/ops/depthwise_input_grad.py).
 // Parameters p: those of input_grad (input_grad.cu) for the filter seen as the dense
-// [KH, KW, 1, C * M]: [0..11] N H W C OH OW C*M KH KW C 1 M, [12..17] sh sw dh dw pad_top
-// pad_left, [18..21] strides of out_backprop, [22..25] of dx, [26..29] of the filter.
+// [KH, KW, 1, C * M] (ConvParams, cuda_common.cuh).
 
 // One thread per DEPTHWISE_INPUT_ROW neighbouring input pixels of one row and one channel c (c fastest).
 // Per pixel the terms are added in order of (kh, kw, m), as input_grad adds them: the same
@@ -13,13 +12,13 @@ template <int TYPE>
 __global__ void depthwise_input_grad_rows(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
                                           typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const int H = (int)p[1], W = (int)p[2], C = (int)p[3], OH = (int)p[4], OW = (int)p[5];
-    const int KH = (int)p[7], KW = (int)p[8], M = (int)p[11];
-    const int sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
-    const int pt = (int)p[16], pl = (int)p[17];
-    const int ys0 = (int)p[18], ys1 = (int)p[19], ys2 = (int)p[20], ys3 = (int)p[21];
-    const int xs0 = (int)p[22], xs1 = (int)p[23], xs2 = (int)p[24], xs3 = (int)p[25];
-    const int ws0 = (int)p[26], ws1 = (int)p[27], ws3 = (int)p[29];
+    const ConvParams<int> prm(p);  // first operand dy, result dx, second w
+    const int H = prm.H, W = prm.W, C = prm.Cin, OH = prm.OH, OW = prm.OW, KH = prm.KH, KW = prm.KW, M = prm.cout_g;
+    const int sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
+    const int ys0 = prm.first_strides[0], ys1 = prm.first_strides[1], ys2 = prm.first_strides[2];
+    const int ys3 = prm.first_strides[3], xs0 = prm.result_strides[0], xs1 = prm.result_strides[1];
+    const int xs2 = prm.result_strides[2], xs3 = prm.result_strides[3];
+    const int ws0 = prm.second_strides[0], ws1 = prm.second_strides[1], ws3 = prm.second_strides[3];
     const int row_blocks = (W + DEPTHWISE_INPUT_ROW - 1) / DEPTHWISE_INPUT_ROW;
     for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += gridDim.x * blockDim.x) {
         const int c = idx % C;

@@ -1,8 +1,6 @@
 // The conv2d filter gradient on the GPU (launched by convviz/ops/filter_grad.py).
-// Parameters p: [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g,
-// [12..17] sh sw dh dw pad_top pad_left, [18..21] strides of the input,
-// [22..25] of the filter gradient, [26..29] of out_backprop (all in elements,
-// logical NHWC; the filter gradient HWIO).
+// Parameters p: ConvParams (cuda_common.cuh), with the input as the first operand, the filter
+// gradient (HWIO) as the result and out_backprop as the second.
 
 // One thread per filter-gradient element dw[kh, kw, ci, co] (co fastest), summing
 // over (n, oh, ow) in that order: the same order for any launch, so the result
@@ -12,11 +10,13 @@ template <int TYPE, typename I>
 __device__ void conv2d_filter_grad_body(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* dy,
                                         typename IO<TYPE>::storage* dw, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const I N = p[0], H = p[1], W = p[2], OH = p[4], OW = p[5], Cout = p[6], KW = p[8];
-    const I cin_g = p[10], cout_g = p[11];
-    const I sh = p[12], sw = p[13], dh = p[14], dwd = p[15], pt = p[16], pl = p[17];
+    const ConvParams<I> prm(p);  // first operand x, result dw, second dy
+    const I N = prm.N, H = prm.H, W = prm.W, OH = prm.OH, OW = prm.OW, Cout = prm.Cout, KW = prm.KW;
+    const I cin_g = prm.cin_g, cout_g = prm.cout_g;
+    const I sh = prm.sh, sw = prm.sw, dh = prm.dh, dwd = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
     I xs[4], ws[4], ys[4];
-    for (int k = 0; k < 4; ++k) xs[k] = (I)p[18 + k], ws[k] = (I)p[22 + k], ys[k] = (I)p[26 + k];
+    for (int k = 0; k < 4; ++k)
+        xs[k] = prm.first_strides[k], ws[k] = prm.result_strides[k], ys[k] = prm.second_strides[k];
     for (I idx = (I)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (I)gridDim.x * blockDim.x) {
         const I co = idx % Cout;
         I rest = idx / Cout;
@@ -55,7 +55,7 @@ __global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, c
 
 // The tiled filter gradient, pass 1 (the engine is in cuda_tiles.cuh): rows m are the
 // filter's (kh, kw, ci), columns the group's output channels, terms k the output pixels
-// (n, oh, ow) of one chunk of p[30] pixels, of p[31] chunks ([32]: elements of dw).  With one
+// (n, oh, ow) of one chunk of TiledParams::per_chunk pixels, of its `chunks` chunks.  With one
 // chunk the sums go to dw[m][g * cout_g + co]; with more, to partial[chunk][m][g * cout_g + co],
 // and merge_chunk_partials adds the chunks in order (pass 2), so the grouping depends on the
 // shape alone, never on the device.
@@ -79,25 +79,27 @@ struct FilterGradTiles {
     __device__ FilterGradTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* dy_,
                                typename IO<TYPE>::storage* dw_, compute* partial_, const i64* p)
         : x(x_), dy(dy_), dw(dw_), partial(partial_) {
-        const int N = (int)p[0], KH = (int)p[7], KW = (int)p[8], cin_g = (int)p[10];
-        H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6];
-        cout_g = (int)p[11], sh = (int)p[12], sw = (int)p[13];
-        for (int i = 0; i < 4; ++i) xs[i] = (int)p[18 + i], ys[i] = (int)p[26 + i];
-        const int chunk_pixels = (int)p[30], pixels = N * OH * OW;
-        G = (int)p[9];
+        // First operand x, result dw (written dense: cvz_store_or_partial), second dy.
+        const TiledParams prm(p);
+        const int KW = prm.KW, cin_g = prm.cin_g;
+        H = prm.H, W = prm.W, OH = prm.OH, OW = prm.OW, Cout = prm.Cout;
+        cout_g = prm.cout_g, sh = prm.sh, sw = prm.sw;
+        for (int i = 0; i < 4; ++i) xs[i] = prm.first_strides[i], ys[i] = prm.second_strides[i];
+        const int chunk_pixels = prm.per_chunk, pixels = prm.N * OH * OW;
+        G = prm.G;
         g = blockIdx.z % G;
         chunk = blockIdx.z / G;
-        chunks = (int)p[31];
-        total = p[32];
+        chunks = prm.chunks;
+        total = prm.total;
         first_pixel = chunk * chunk_pixels;
         K = pixels - first_pixel < chunk_pixels ? pixels - first_pixel : chunk_pixels;
-        M = KH * KW * cin_g;
+        M = prm.KH * KW * cin_g;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
         const int m = m0 + threadIdx.x % CVZ_BM, ci = m % cin_g, tap = m / cin_g;
         row_x = (g * cin_g + ci) * xs[3];
-        row_h = m < M ? (tap / KW) * (int)p[14] - (int)p[16] : CVZ_NO_ROW;
-        row_w = (tap % KW) * (int)p[15] - (int)p[17];
+        row_h = m < M ? (tap / KW) * prm.dh - prm.pad_top : CVZ_NO_ROW;
+        row_w = (tap % KW) * prm.dw - prm.pad_left;
         for (int i = 0; i < 4; ++i) {
             const int pixel = first_pixel + threadIdx.x / CVZ_BM + 4 * i;
             step_ow[i] = pixel % OW, step_oh[i] = (pixel / OW) % OH, step_n[i] = pixel / (OW * OH);

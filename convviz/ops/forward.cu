@@ -1,7 +1,6 @@
 // The conv2d forward pass on the GPU (launched by convviz/ops/forward.py).
-// Parameters p: [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g,
-// [12..17] sh sw dh dw pad_top pad_left, [18..21] strides of the input,
-// [22..25] of the output, [26..29] of the filter (all in elements, logical NHWC).
+// Parameters p: ConvParams (cuda_common.cuh), with the input as the first operand, the output as
+// the result and the filter as the second.
 
 // One thread per output element y[n, oh, ow, co] (co fastest: neighbouring
 // threads write neighbouring channels in NHWC).  Terms are added in order of
@@ -12,11 +11,13 @@ template <int TYPE, typename I>
 __device__ void conv2d_forward_body(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
                                     typename IO<TYPE>::storage* y, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const I H = p[1], W = p[2], OH = p[4], OW = p[5], Cout = p[6], KH = p[7], KW = p[8];
-    const I cin_g = p[10], cout_g = p[11];
-    const I sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
+    const ConvParams<I> prm(p);  // first operand x, result y, second w
+    const I H = prm.H, W = prm.W, OH = prm.OH, OW = prm.OW, Cout = prm.Cout, KH = prm.KH, KW = prm.KW;
+    const I cin_g = prm.cin_g, cout_g = prm.cout_g;
+    const I sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
     I xs[4], ys[4], ws[4];
-    for (int k = 0; k < 4; ++k) xs[k] = (I)p[18 + k], ys[k] = (I)p[22 + k], ws[k] = (I)p[26 + k];
+    for (int k = 0; k < 4; ++k)
+        xs[k] = prm.first_strides[k], ys[k] = prm.result_strides[k], ws[k] = prm.second_strides[k];
     for (I idx = (I)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (I)gridDim.x * blockDim.x) {
         const I co = idx % Cout;
         I rest = idx / Cout;
@@ -57,11 +58,10 @@ __global__ void conv2d_forward_narrow(const typename IO<TYPE>::storage* x, const
 // The tiled forward pass (the engine is in cuda_tiles.cuh): rows m are output pixels
 // (n, oh, ow), columns the group's output channels, terms k = (kh, kw, ci) in the filter's
 // HWIO order; the filter arrives contiguous, so b[k][co] = w[k * C_out + group's first + co].
-// Grid: x = pixel tiles, y = channel tiles, z = chunk * G + group.  Parameters: those of
-// conv2d_forward, then [30] terms per chunk, [31] chunks, [32] elements of y.  With one chunk
-// the block stores y; with more (too few tiles to fill the device: the shape decides, see
-// cuda.split_terms) chunk c of the terms goes to partial[c][y's offset], summed in order by
-// merge_chunk_partials.
+// Grid: x = pixel tiles, y = channel tiles, z = chunk * G + group.  Parameters: TiledParams
+// (cuda_tiles.cuh).  With one chunk the block stores y; with more (too few tiles to fill the
+// device: the shape decides, see cuda.split_terms) chunk c of the terms goes to
+// partial[c][y's offset], summed in order by merge_chunk_partials.
 template <int TYPE>
 struct ForwardTiles {
     typedef typename IO<TYPE>::compute compute;
@@ -78,19 +78,19 @@ struct ForwardTiles {
     __device__ ForwardTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* w_,
                             typename IO<TYPE>::storage* y_, compute* partial_, const i64* p)
         : x(x_), w(w_), y(y_), partial(partial_) {
-        const int N = (int)p[0], KH = (int)p[7];
-        H = (int)p[1], W = (int)p[2], OH = (int)p[4], OW = (int)p[5], Cout = (int)p[6], KW = (int)p[8];
-        cin_g = (int)p[10], cout_g = (int)p[11];
-        sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15];
-        for (int i = 0; i < 4; ++i) xs[i] = (int)p[18 + i], ys[i] = (int)p[22 + i];
-        const int G = (int)p[9], terms = KH * KW * cin_g, chunk_terms = (int)p[30];
-        g = blockIdx.z % G;
-        chunk = blockIdx.z / G;
-        chunks = (int)p[31];
-        total = p[32];
+        const TiledParams prm(p);  // first operand x, result y, second w (read dense: cvz_load_dense_b)
+        H = prm.H, W = prm.W, OH = prm.OH, OW = prm.OW, Cout = prm.Cout, KW = prm.KW;
+        cin_g = prm.cin_g, cout_g = prm.cout_g;
+        sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw;
+        for (int i = 0; i < 4; ++i) xs[i] = prm.first_strides[i], ys[i] = prm.result_strides[i];
+        const int terms = prm.KH * KW * cin_g, chunk_terms = prm.per_chunk;
+        g = blockIdx.z % prm.G;
+        chunk = blockIdx.z / prm.G;
+        chunks = prm.chunks;
+        total = prm.total;
         first_term = chunk * chunk_terms;
         K = terms - first_term < chunk_terms ? terms - first_term : chunk_terms;
-        M = N * OH * OW;
+        M = prm.N * OH * OW;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
         ci0 = g * cin_g;
@@ -98,8 +98,8 @@ struct ForwardTiles {
             const int m = m0 + threadIdx.x / 16 + 16 * i;
             const int ow = m % OW, oh = (m / OW) % OH;
             row_base[i] = (m / (OW * OH)) * xs[0];
-            row_h[i] = m < M ? oh * sh - (int)p[16] : CVZ_NO_ROW;
-            row_w[i] = ow * sw - (int)p[17];
+            row_h[i] = m < M ? oh * sh - prm.pad_top : CVZ_NO_ROW;
+            row_w[i] = ow * sw - prm.pad_left;
         }
     }
 

@@ -1,7 +1,6 @@
 // The conv2d input gradient on the GPU (launched by convviz/ops/input_grad.py).
-// Parameters p: [0..11] N H W C_in OH OW C_out KH KW G cin_g cout_g,
-// [12..17] sh sw dh dw pad_top pad_left, [18..21] strides of out_backprop,
-// [22..25] of dx, [26..29] of the filter (all in elements, logical NHWC).
+// Parameters p: ConvParams (cuda_common.cuh), with out_backprop as the first operand, dx as the
+// result and the filter as the second.
 
 // One thread per input-gradient element dx[n, ih, iw, ci] (ci fastest: neighbouring
 // threads write neighbouring channels in NHWC).  Terms are added in order of
@@ -11,11 +10,13 @@ template <int TYPE, typename I>
 __device__ void input_grad_body(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
                                 typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
     typedef IO<TYPE> io;
-    const I H = p[1], W = p[2], Cin = p[3], OH = p[4], OW = p[5], KH = p[7], KW = p[8];
-    const I cin_g = p[10], cout_g = p[11];
-    const I sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
+    const ConvParams<I> prm(p);  // first operand dy, result dx, second w
+    const I H = prm.H, W = prm.W, Cin = prm.Cin, OH = prm.OH, OW = prm.OW, KH = prm.KH, KW = prm.KW;
+    const I cin_g = prm.cin_g, cout_g = prm.cout_g;
+    const I sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
     I ys[4], xs[4], ws[4];
-    for (int k = 0; k < 4; ++k) ys[k] = (I)p[18 + k], xs[k] = (I)p[22 + k], ws[k] = (I)p[26 + k];
+    for (int k = 0; k < 4; ++k)
+        ys[k] = prm.first_strides[k], xs[k] = prm.result_strides[k], ws[k] = prm.second_strides[k];
     for (I idx = (I)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (I)gridDim.x * blockDim.x) {
         const I ci = idx % Cin;
         I rest = idx / Cin;
@@ -64,8 +65,8 @@ __global__ void input_grad_narrow(const typename IO<TYPE>::storage* dy, const ty
 // out_backprop at oh = qh + (first_h + pad_top - kh * dh) / sh (exact), when 0 <= oh < OH.
 // b[k][ci] is the filter's [kh, kw, ci, co], read where it lies (any strides): neighbouring
 // threads load neighbouring co.  Grid: x = pixel tiles (of the largest phase), y = channel
-// tiles, z = (chunk * G + group) * sh * sw + phase.  Parameters: those of input_grad, then [30]
-// terms per chunk, [31] chunks, [32] elements of dx (the split as in conv2d_forward_tiled).
+// tiles, z = (chunk * G + group) * sh * sw + phase.  Parameters: TiledParams (cuda_tiles.cuh;
+// the split as in conv2d_forward_tiled).
 template <int TYPE>
 struct InputGradTiles {
     typedef typename IO<TYPE>::compute compute;
@@ -104,25 +105,26 @@ struct InputGradTiles {
     __device__ InputGradTiles(const typename IO<TYPE>::storage* dy_, const typename IO<TYPE>::storage* w_,
                               typename IO<TYPE>::storage* dx_, compute* partial_, const i64* p)
         : dy(dy_), w(w_), dx(dx_), partial(partial_) {
-        const int N = (int)p[0];
-        OH = (int)p[4], OW = (int)p[5];
-        cin_g = (int)p[10], cout_g = (int)p[11];
-        sh = (int)p[12], sw = (int)p[13], dh = (int)p[14], dw = (int)p[15], pt = (int)p[16], pl = (int)p[17];
-        for (int i = 0; i < 4; ++i) ys[i] = (int)p[18 + i], xs[i] = (int)p[22 + i], ws[i] = (int)p[26 + i];
-        const int phases = sh * sw, r = blockIdx.z % phases, G = (int)p[9];
-        g = blockIdx.z / phases % G;
-        chunk = blockIdx.z / phases / G;
-        chunks = (int)p[31];
-        total = p[32];
+        const TiledParams prm(p);  // first operand dy, result dx, second w
+        OH = prm.OH, OW = prm.OW;
+        cin_g = prm.cin_g, cout_g = prm.cout_g;
+        sh = prm.sh, sw = prm.sw, dh = prm.dh, dw = prm.dw, pt = prm.pad_top, pl = prm.pad_left;
+        for (int i = 0; i < 4; ++i)
+            ys[i] = prm.first_strides[i], xs[i] = prm.result_strides[i], ws[i] = prm.second_strides[i];
+        const int phases = sh * sw, r = blockIdx.z % phases;
+        g = blockIdx.z / phases % prm.G;
+        chunk = blockIdx.z / phases / prm.G;
+        chunks = prm.chunks;
+        total = prm.total;
         int taps_h;
-        phase((int)p[1], pt, sh, dh, (int)p[7], r / sw, first_h, hq, first_kh, step_h, taps_h);
-        phase((int)p[2], pl, sw, dw, (int)p[8], r % sw, first_w, wq, first_kw, step_w, taps_w);
+        phase(prm.H, pt, sh, dh, prm.KH, r / sw, first_h, hq, first_kh, step_h, taps_h);
+        phase(prm.W, pl, sw, dw, prm.KW, r % sw, first_w, wq, first_kw, step_w, taps_w);
         // This chunk's terms (none when a phase has fewer than the largest).
-        const int terms = taps_h * taps_w * cout_g, chunk_terms = (int)p[30];
+        const int terms = taps_h * taps_w * cout_g, chunk_terms = prm.per_chunk;
         first_term = chunk * chunk_terms;
         K = terms - first_term < chunk_terms ? terms - first_term : chunk_terms;
         K = K > 0 ? K : 0;
-        M = N * hq * wq;
+        M = prm.N * hq * wq;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
         for (int i = 0; i < 4; ++i) {
