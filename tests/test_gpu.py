@@ -181,15 +181,49 @@ def test_show_versions_reports_the_gpu(cp):
 
 
 def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatch):
-    # More (tap, channel block) pairs than gridDim.y may hold: the kernel loops over the rest.
-    monkeypatch.setattr(cuda, "MAX_GRID_Y", 4)
-    monkeypatch.setattr(cuda, "THREADS", 32)
+    # More (tap group, channel block) pairs than gridDim.y may hold (80 channels in blocks of 32
+    # make 3): the kernel loops over the rest.
+    monkeypatch.setattr(cuda, "MAX_GRID_Y", 2)
     x = random_array(rng, (2, 19, 17, 40), "float32")
     dy = random_array(rng, (2, 19, 17, 80), "float32")
     got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [3, 5, 40, 2], cp.asarray(dy),
                                                                      [1] * 4, "SAME"))
     exact, bound = reference_pair_dwf(x, [3, 5, 40, 2], dy, strides=[1] * 4, padding="SAME")
     assert_close_to_reference(got, exact, bound, "float32")
+
+
+def test_nchw_filter_gradient_loops_over_its_blocks_and_tap_groups(rng, cp, monkeypatch):
+    # NCHW blocks hold 8 channels by 32 pixel phases, up to 9 taps a thread: 80 channels of a
+    # 5x5 window make 30 (tap group, channel block) pairs for 4 blocks, so the blocks loop; 3
+    # images of 19 x 17 pixels give chunks that end mid-row and phases that wrap images.
+    monkeypatch.setattr(cuda, "MAX_GRID_Y", 4)
+    x = random_array(rng, (3, 40, 19, 17), "float32")
+    dy = random_array(rng, (3, 80, 19, 17), "float32")
+    window = dict(strides=[1] * 4, padding="SAME", data_format="NCHW")
+    got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [5, 5, 40, 2], cp.asarray(dy),
+                                                                     **window))
+    exact, bound = reference_pair_dwf(x, [5, 5, 40, 2], dy, **window)
+    assert_close_to_reference(got, exact, bound, "float32")
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_depthwise_filter_gradient_nan_and_inf_land_where_the_cpu_puts_them(data_format, rng, cp):
+    # Each kernel adds only the taps that read a real input cell: an Inf at an image's corner
+    # reaches the taps that read it, not those that would read padding there.
+    x = rng.standard_normal((2, 9, 11, 6)).astype(np.float32)
+    x[0, 0, 0, 1], x[1, 4, 5, 2] = np.inf, np.nan
+    dy = rng.standard_normal((2, 9, 11, 6)).astype(np.float32)
+    if data_format == "NCHW":
+        x, dy = x.transpose(0, 3, 1, 2).copy(), dy.transpose(0, 3, 1, 2).copy()
+    window = dict(strides=[1] * 4, padding="SAME", data_format=data_format)
+    want = convviz.depthwise_conv2d_native_backprop_filter(x, [3, 3, 6, 1], dy, **window)
+    got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [3, 3, 6, 1], cp.asarray(dy),
+                                                                     **window))
+    assert np.isnan(want).any() and np.isinf(want).any() and np.isfinite(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("stride, dilation, padding", [(1, 1, "SAME"), (2, 1, "SAME"), (1, 2, "VALID"), (2, 2, "SAME")])

@@ -40,6 +40,8 @@ REDUCTION_BUDGET_BYTES = 8 * 2**20
 # The GPU's pixel chunk: fixed, so the sum's grouping never depends on the
 # device; small, so that even a single image gives every SM blocks to run.
 GPU_CHUNK_PIXELS = 256
+# Taps per thread of the GPU kernel (DWF_TAPS of depthwise_filter_grad.cu).
+PHASE_TAPS = 9
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,8 @@ class Plan:
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
-                     *(f"depthwise_filter_grad_partial<{t}>" for t in range(4)),
-                     *(f"depthwise_filter_grad_partial_narrow<{t}>" for t in range(4)),
+                     *(f"depthwise_filter_grad_phases<{t}>" for t in range(4)),
+                     *(f"depthwise_filter_grad_phases_narrow<{t}>" for t in range(4)),
                      *(f"merge_chunk_partials<{t}>" for t in range(4)))
 
 
@@ -161,13 +163,16 @@ class GpuPlan:
         params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
                   *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
                   *cuda.element_strides(x), *cuda.element_strides(dy), GPU_CHUNK_PIXELS]
-        self.params = cuda.int64_array(cp, params)
-        # A block covers at most THREADS channels, and no more warps than the channels need.
-        self.threads = min(cuda.THREADS, (self.cm + 31) // 32 * 32)
-        pairs = self.taps * ((self.cm + self.threads - 1) // self.threads)
-        self.grid = (self.chunks, min(pairs, cuda.MAX_GRID_Y))
         narrow = cuda.offsets_fit(x, dy, count=self.chunks * self.taps * self.cm + self.taps * self.cm)
-        self.partial_pass = cuda.kernel(f"depthwise_filter_grad_partial{'_narrow' if narrow else ''}<{code}>")
+        # A block of 256 threads: 32 channels by 8 pixel phases (NHWC, lanes along the channels),
+        # or 8 channels by 32 phases (NCHW, lanes along a channel's contiguous pixels).
+        q_width, phases = (8, 32) if self.nchw else (32, 8)
+        params += [q_width, phases, int(self.nchw)]
+        self.threads = q_width * phases
+        pairs = -(-self.taps // PHASE_TAPS) * -(-self.cm // q_width)
+        self.grid = (self.chunks, min(pairs, cuda.MAX_GRID_Y))
+        self.params = cuda.int64_array(cp, params)
+        self.partial_pass = cuda.kernel(f"depthwise_filter_grad_phases{'_narrow' if narrow else ''}<{code}>")
 
     def views(self, x: Any, dy: Any) -> tuple[Any, Any]:
         cp = self.cp
