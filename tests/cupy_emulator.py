@@ -38,6 +38,7 @@ PRELUDE = r"""
 #include <cstring>
 #define __global__
 #define __device__
+#define __launch_bounds__(...)
 struct cvz_emulated_dim3 { unsigned x, y, z; };
 static cvz_emulated_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -135,7 +136,8 @@ static void cvz_walk_fibers(const unsigned* grid, unsigned threads, Body body) {
 }
 """
 
-_KERNEL = re.compile(r"template\s*<int TYPE>\s*__global__\s+void\s+(\w+)\s*\(([^)]*)\)")
+_KERNEL = re.compile(
+    r"template\s*<int TYPE>\s*__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)")
 
 
 def kernel_signatures(code: str) -> dict[str, list[str]]:

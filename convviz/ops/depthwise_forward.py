@@ -102,21 +102,28 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_forward.cu"),
-                     *(f"depthwise_forward_rows<{t}>" for t in range(4)))
-GPU_ROW = 4  # output pixels per thread: DEPTHWISE_FORWARD_ROW in depthwise_forward.cu
+                     *(f"depthwise_forward_rows<{t}>" for t in range(4)),
+                     *(f"depthwise_forward_strips<{t}>" for t in range(4)))
+# Output pixels per thread of the two kernels (DEPTHWISE_FORWARD_ROW and _STRIP_ROW in
+# depthwise_forward.cu), and the widest window the strips take (DEPTHWISE_STRIP_KW).
+GPU_ROW, GPU_STRIP_ROW, GPU_STRIP_KW = 4, 8, 7
 
 
 def plan_on_gpu(call: Call) -> cuda.DensePlan:
-    """The CUDA launch for this call's signature: a row of output pixels per thread, or (arrays
-    past 32-bit offsets) the dense forward's kernel with the filter seen as [KH, KW, 1, C * M]."""
+    """The CUDA launch for this call's signature: a row of output pixels per thread (through a
+    register strip of inputs at stride and dilation 1), or (arrays past 32-bit offsets) the dense
+    forward's kernel with the filter seen as [KH, KW, 1, C * M]."""
     g = call.geometry
     kh, kw, c, m = call.filter.shape
 
+    strips = g.strides_hw == (1, 1) and g.dilations_hw == (1, 1) and kw <= GPU_STRIP_KW
+    kernel, row = ("depthwise_forward_strips", GPU_STRIP_ROW) if strips else ("depthwise_forward_rows", GPU_ROW)
+
     def rows(cp, x, w, y, params, code):
-        total = g.batch * g.output_hw[0] * cuda.tiles(g.output_hw[1], GPU_ROW) * c * m
+        total = g.batch * g.output_hw[0] * cuda.tiles(g.output_hw[1], row) * c * m
         if not cuda.loop_fits(x, w, y, total=total):
             return None
-        return cuda.loop_launch(cp, f"depthwise_forward_rows<{code}>", params, total)
+        return cuda.loop_launch(cp, f"{kernel}<{code}>", params, total)
 
     return cuda.DensePlan("depthwise_conv2d_native", "conv2d_forward", g, call.dtype, g.output_shape,
                           call.input, call.filter, images=(True, False, True), second_shape=(kh, kw, 1, c * m),

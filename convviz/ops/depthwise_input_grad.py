@@ -100,21 +100,28 @@ class Plan(cpu.ConvPlan):
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_input_grad.cu"),
-                     *(f"depthwise_input_grad_rows<{t}>" for t in range(4)))
-GPU_ROW = 4  # input pixels per thread: DEPTHWISE_INPUT_ROW in depthwise_input_grad.cu
+                     *(f"depthwise_input_grad_rows<{t}>" for t in range(4)),
+                     *(f"depthwise_input_grad_strips<{t}>" for t in range(4)))
+# Input pixels per thread of the two kernels (DEPTHWISE_INPUT_ROW and _STRIP_ROW in
+# depthwise_input_grad.cu), and the widest window the strips take (DEPTHWISE_INPUT_STRIP_KW).
+GPU_ROW, GPU_STRIP_ROW, GPU_STRIP_KW = 4, 8, 7
 
 
 def plan_on_gpu(call: Call) -> cuda.Reordered:
-    """The CUDA launch for this call's signature: a row of input pixels per thread, or (arrays
-    past 32-bit offsets) the dense input gradient's kernel with the filter seen as [KH, KW, 1, C * M]."""
+    """The CUDA launch for this call's signature: a row of input pixels per thread (through a
+    register strip of the output gradient at stride and dilation 1, multiplier 1), or (arrays past
+    32-bit offsets) the dense input gradient's kernel with the filter seen as [KH, KW, 1, C * M]."""
     g = call.geometry
     kh, kw, c, m = call.filter.shape
 
+    strips = g.strides_hw == (1, 1) and g.dilations_hw == (1, 1) and m == 1 and kw <= GPU_STRIP_KW
+    kernel, row = ("depthwise_input_grad_strips", GPU_STRIP_ROW) if strips else ("depthwise_input_grad_rows", GPU_ROW)
+
     def rows(cp, dy, w, dx, params, code):
-        total = g.batch * g.input_hw[0] * cuda.tiles(g.input_hw[1], GPU_ROW) * c
+        total = g.batch * g.input_hw[0] * cuda.tiles(g.input_hw[1], row) * c
         if not cuda.loop_fits(dy, w, dx, total=total):
             return None
-        return cuda.loop_launch(cp, f"depthwise_input_grad_rows<{code}>", params, total)
+        return cuda.loop_launch(cp, f"{kernel}<{code}>", params, total)
 
     plan = cuda.DensePlan("depthwise_conv2d_native_backprop_input", "input_grad", g, call.dtype, g.input_shape,
                           call.out_backprop, call.filter, images=(True, False, True),
