@@ -89,7 +89,8 @@ __global__ void depthwise_forward_rows(const typename IO<TYPE>::storage* x, cons
 // At most 80 registers (3 blocks of THREADS = 256 an SM), as the kernel ran when measured; left to
 // itself nvcc gave it 85-95 (2 blocks).
 template <int TYPE>
-__global__ void __launch_bounds__(256, 3) depthwise_forward_strips(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
-                                         typename IO<TYPE>::storage* y, const i64* p, i64 total) {
+__global__ void __launch_bounds__(256, 3)
+depthwise_forward_strips(const typename IO<TYPE>::storage* x, const typename IO<TYPE>::storage* w,
+                         typename IO<TYPE>::storage* y, const i64* p, i64 total) {
     depthwise_forward_body<TYPE, DEPTHWISE_FORWARD_STRIP_ROW, true>(x, w, y, p, total);
 }

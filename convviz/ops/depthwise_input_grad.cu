@@ -94,7 +94,8 @@ __global__ void depthwise_input_grad_rows(const typename IO<TYPE>::storage* dy, 
 // At most 80 registers (3 blocks of THREADS = 256 an SM), as the kernel ran when measured; left to
 // itself nvcc gave it 85-95 (2 blocks).
 template <int TYPE>
-__global__ void __launch_bounds__(256, 3) depthwise_input_grad_strips(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
-                                            typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
+__global__ void __launch_bounds__(256, 3)
+depthwise_input_grad_strips(const typename IO<TYPE>::storage* dy, const typename IO<TYPE>::storage* w,
+                            typename IO<TYPE>::storage* dx, const i64* p, i64 total) {
     depthwise_input_grad_body<TYPE, DEPTHWISE_INPUT_STRIP_ROW, true>(dy, w, dx, p, total);
 }
