@@ -35,14 +35,18 @@ import numpy as np
 import convviz
 from convviz import bench
 
-assert os.path.realpath(convviz.__file__).startswith(os.path.realpath(os.getcwd())), convviz.__file__
+tree = os.path.realpath(os.getcwd())
+if os.path.commonpath([os.path.realpath(convviz.__file__), tree]) != tree:
+    raise SystemExit(f"ab.py: imported {convviz.__file__}, not the tree in {tree}")
 
 names, seconds, placements, threads = sys.argv[1].split(","), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 device, data_format = sys.argv[5], sys.argv[6]
 out = {}
 for name in names:
-    case = next(c for c in bench.CASES if c.name == name and c.dtype == "float32"
-                and c.data_format == data_format and c.precision == "accurate")
+    case = next((c for c in bench.CASES if c.name == name and c.dtype == "float32"
+                 and c.data_format == data_format and c.precision == "accurate"), None)
+    if case is None:
+        raise SystemExit(f"ab.py: no float32 {data_format} row of case {name!r} in convviz.bench.CASES")
     data = bench._data(case, np.random.default_rng(0))
     per_placement = []
     for k in range(placements):

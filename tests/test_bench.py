@@ -260,8 +260,11 @@ def test_the_shortfall_table_lists_only_the_cases_under_the_target():
     assert _cells(header) == ["case", "speedup vs best peer", "bound", "convviz % roof", "best peer % roof",
                               "% roof 1.05x needs"]
     assert [_cells(row) for row in rows] == [
-        [fwd.label, "0.96x", "compute", "86", "90", "94"],  # 1.05 x torch's 90%
-        [dwc.label, "0.80x", "memory", "60", "75", "79"],
+        [fwd.label, "0.955x", "compute", "86", "90", "94"],  # 0.9556x, rounded down; 1.05 x torch's 90%
+        [dwc.label, "0.800x", "memory", "60", "75", "79"],
     ]
+    # Just under the target: listed, and not printed as if it met it.
+    just_under = bench.Result(fwd, times={"convviz": at_peak(fwd, 0.8), "torch": at_peak(fwd, 0.8 / 1.0499)})
+    assert _cells(bench.shortfall_table([just_under], ("torch",), peaks).splitlines()[2])[1] == "1.049x"
     assert bench.shortfall_table(results[1:2], ("torch",), peaks) == ""  # every case met
     assert bench.shortfall_table(results, ("torch",), None) == ""  # no peaks (the GPU run)

@@ -192,6 +192,43 @@ def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatc
     assert_close_to_reference(got, exact, bound, "float32")
 
 
+@pytest.mark.parametrize("op_name", ["forward", "input_grad"])
+@pytest.mark.parametrize("k, s, d, m", [(3, 1, 1, 1), (5, 1, 1, 1), (7, 1, 1, 1), (8, 1, 1, 1), (3, 2, 1, 1),
+                                        (3, 1, 2, 1), (3, 1, 1, 2)])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_depthwise_row_and_strip_kernels_match_the_cpu(op_name, k, s, d, m, data_format, rng, cp, monkeypatch):
+    # The strips kernels (stride and dilation 1, windows up to 7, multiplier 1 for the input
+    # gradient) and the row kernels elsewhere; rows of 21 pixels end in a partial tile of either,
+    # and an infinite weight must reach only the cells whose sums read it.
+    clear_gpu_plans()
+    launched = []
+    real_launch = cuda.loop_launch
+    monkeypatch.setattr(cuda, "loop_launch",
+                        lambda cp_, name, *args: launched.append(name) or real_launch(cp_, name, *args))
+    x = random_array(rng, (2, 9, 21, 6), "float32")
+    f = random_array(rng, (k, k, 6, m), "float32")
+    f[0, k - 1, 2, 0] = np.inf
+    window = dict(strides=[1, s, s, 1], padding="SAME", dilations=[1, d, d, 1])
+    if data_format == "NCHW":
+        x = x.transpose(0, 3, 1, 2).copy()
+        window = dict(strides=[1, 1, s, s], padding="SAME", dilations=[1, 1, d, d], data_format="NCHW")
+    if op_name == "forward":
+        want = convviz.depthwise_conv2d_native(x, f, **window)
+        got = cp.asnumpy(convviz.depthwise_conv2d_native(cp.asarray(x), cp.asarray(f), **window))
+    else:
+        dy = random_array(rng, convviz.depthwise_conv2d_native(x, f, **window).shape, "float32")
+        want = convviz.depthwise_conv2d_native_backprop_input(list(x.shape), f, dy, **window)
+        got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_input(list(x.shape), cp.asarray(f),
+                                                                        cp.asarray(dy), **window))
+    strips = s == 1 and d == 1 and k <= 7 and (op_name == "forward" or m == 1)
+    assert len(launched) == 1 and ("strips" in launched[0]) == strips, launched
+    assert np.isinf(want).any() and np.isfinite(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+
+
 def test_nchw_filter_gradient_loops_over_its_blocks_and_tap_groups(rng, cp, monkeypatch):
     # NCHW blocks hold 8 channels by 32 pixel phases, up to 9 taps a thread: 80 channels of a
     # 5x5 window make 30 (tap group, channel block) pairs for 4 blocks, so the blocks loop; 3

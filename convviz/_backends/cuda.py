@@ -24,7 +24,7 @@ COMMON = Path(__file__).with_name("cuda_common.cuh")
 TILES = Path(__file__).with_name("cuda_tiles.cuh")  # the tiled kernels' engine, used by several ops
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3,
               np.dtype(np.int32): 4}
-THREADS = 256
+THREADS = 256  # a grid-stride loop's block; the depthwise strips' __launch_bounds__(256, 3) assume it
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y; the kernel loops over what does not fit
 
 # The ops' kernel sources and the instantiations ("input_grad<2>", ...) they launch.

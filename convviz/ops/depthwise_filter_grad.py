@@ -163,7 +163,9 @@ class GpuPlan:
         params = [g.batch, *g.input_hw, g.in_channels, g.multiplier, *g.output_hw, *g.kernel_hw, 0, 0, 0,
                   *g.strides_hw, *g.dilations_hw, g.rows.pad_before, g.cols.pad_before,
                   *cuda.element_strides(x), *cuda.element_strides(dy), GPU_CHUNK_PIXELS]
-        narrow = cuda.offsets_fit(x, dy, count=self.chunks * self.taps * self.cm + self.taps * self.cm)
+        # The int kernel also walks pixel indices up to a chunk past the last pixel.
+        narrow = cuda.offsets_fit(x, dy, count=max(self.chunks * self.taps * self.cm + self.taps * self.cm,
+                                                   pixels + GPU_CHUNK_PIXELS))
         # A block of 256 threads: 32 channels by 8 pixel phases (NHWC, lanes along the channels),
         # or 8 channels by 32 phases (NCHW, lanes along a channel's contiguous pixels).
         q_width, phases = (8, 32) if self.nchw else (32, 8)
