@@ -192,6 +192,14 @@ def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatc
     assert_close_to_reference(got, exact, bound, "float32")
 
 
+def _assert_lands_like_the_cpu(got: np.ndarray, want: np.ndarray) -> None:
+    """NaN and infinity in exactly the cells where the CPU result has them, the rest within 1e-4."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("op_name", ["forward", "input_grad"])
 @pytest.mark.parametrize("k, s, d, m", [(3, 1, 1, 1), (5, 1, 1, 1), (7, 1, 1, 1), (8, 1, 1, 1), (3, 2, 1, 1),
                                         (3, 1, 2, 1), (3, 1, 1, 2)])
@@ -223,10 +231,7 @@ def test_depthwise_row_and_strip_kernels_match_the_cpu(op_name, k, s, d, m, data
     strips = s == 1 and d == 1 and k <= 7 and (op_name == "forward" or m == 1)
     assert len(launched) == 1 and ("strips" in launched[0]) == strips, launched
     assert np.isinf(want).any() and np.isfinite(want).any()
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
-    finite = np.isfinite(want)
-    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    _assert_lands_like_the_cpu(got, want)
 
 
 def test_nchw_filter_gradient_loops_over_its_blocks_and_tap_groups(rng, cp, monkeypatch):
@@ -257,10 +262,7 @@ def test_depthwise_filter_gradient_nan_and_inf_land_where_the_cpu_puts_them(data
     got = cp.asnumpy(convviz.depthwise_conv2d_native_backprop_filter(cp.asarray(x), [3, 3, 6, 1], cp.asarray(dy),
                                                                      **window))
     assert np.isnan(want).any() and np.isinf(want).any() and np.isfinite(want).any()
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
-    finite = np.isfinite(want)
-    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    _assert_lands_like_the_cpu(got, want)
 
 
 @pytest.mark.parametrize("stride, dilation, padding", [(1, 1, "SAME"), (2, 1, "SAME"), (1, 2, "VALID"), (2, 2, "SAME")])
@@ -283,10 +285,7 @@ def test_nan_and_inf_land_where_the_cpu_puts_them(stride, dilation, padding, rng
     for want, got in zip([y, dx, dw], on_gpu):
         got = cp.asnumpy(got)
         assert np.isnan(want).any() and np.isinf(want).any()
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
-        finite = np.isfinite(want)
-        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+        _assert_lands_like_the_cpu(got, want)
 
 
 def test_a_repeated_call_reuses_its_plan_and_new_strides_get_their_own(rng, cp, monkeypatch):
