@@ -12,6 +12,10 @@ OpenMP program, the kernels are compiled with ``-fopenmp`` and run their
 ``prange`` loops in parallel with the GIL released.  Otherwise the build goes on
 serially and says so with a warning; ``convviz.show_versions()`` reports which
 build is installed.  Set ``CONVVIZ_DISABLE_OPENMP=1`` to force the serial build.
+
+The modules are compiled in parallel on every core (``CONVVIZ_BUILD_JOBS=N`` sets
+how many at once) and without debug info unless ``build_ext --debug`` or
+``CONVVIZ_DEBUG_INFO=1`` asks for it.
 """
 
 from __future__ import annotations
@@ -116,6 +120,16 @@ class BuildExt(build_ext):
     """build_ext with OpenMP when the compiler has it, and the project's own
     C++ compiled on its own with warnings as errors, then linked in."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        # pip and `python -m build` pass no -j: compile the modules on every core
+        # (CONVVIZ_BUILD_JOBS=1 for one at a time).
+        if not self.parallel:
+            jobs = os.environ.get("CONVVIZ_BUILD_JOBS", "").strip()
+            self.parallel = int(jobs) if jobs else (os.cpu_count() or 1)
+        if self.parallel == 1:
+            self.parallel = False  # build_ext's serial path
+
     def build_extensions(self) -> None:
         flags = _openmp_flags(self.compiler)
         if flags is None:
@@ -131,6 +145,12 @@ class BuildExt(build_ext):
         # Portable code: no -march=native.  The kernels carry AVX2 and AVX-512
         # variants of their own (_ext/cvz_per_isa.hpp) and pick one at run time.
         optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else ["-O3", "-std=c++17"]
+        # Python's own CFLAGS often carry -g: debug info would make the modules 30 MB
+        # instead of 3 (the machine code is the same).  `build_ext --debug` or
+        # CONVVIZ_DEBUG_INFO=1 keeps it (a sanitizer's reports need the lines).
+        keep_debug = self.debug or os.environ.get("CONVVIZ_DEBUG_INFO", "").strip() not in ("", "0")
+        if self.compiler.compiler_type != "msvc" and not keep_debug:
+            optimise.append("-g0")
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args) + optimise + (flags or [])
             ext.extra_link_args = list(ext.extra_link_args) + (flags or [])

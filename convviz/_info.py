@@ -79,7 +79,8 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        With ``as_dict=True``: ``convviz``, ``python``, ``platform``, ``numpy``,
+        With ``as_dict=True``: ``convviz``, ``location`` (the folder it is
+        imported from), ``python``, ``platform``, ``numpy``,
         ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
         ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
         ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` and
@@ -99,6 +100,8 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
     """
     info: dict[str, Any] = {
         "convviz": __version__,
+        # Which install is imported: a wheel's site-packages or a clone (editable).
+        "location": os.path.dirname(os.path.abspath(__file__)),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "numpy": _package_version("numpy"),

@@ -32,6 +32,7 @@ def test_show_versions_reports_the_build(capsys):
     printed = capsys.readouterr().out
     assert "openmp: yes" in printed or "openmp: no" in printed
     assert convviz.__version__ in printed
+    assert f"location: {os.path.dirname(convviz.__file__)}" in printed
     info = convviz.show_versions(as_dict=True)
     assert info["openmp"] == convviz.openmp_enabled()
     assert "cupy" in info
@@ -106,6 +107,7 @@ def test_serial_sanitized_build(tmp_path):
         env.pop(name, None)  # the platform's default compiler: gcc / g++ here
     if asan:
         env["CFLAGS"] = "-fsanitize=address -fno-omit-frame-pointer"
+        env["CONVVIZ_DEBUG_INFO"] = "1"  # file and line in its reports
         env["LDFLAGS"] = "-fsanitize=address"
     lib, log = _build_copy(tmp_path, env)
     assert "WITHOUT OpenMP" in log
