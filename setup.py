@@ -146,7 +146,7 @@ class BuildExt(build_ext):
         # variants of their own (_ext/cvz_per_isa.hpp) and pick one at run time.
         optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else ["-O3", "-std=c++17"]
         # Python's own CFLAGS often carry -g: debug info would make the modules 30 MB
-        # instead of 3 (the machine code is the same).  `build_ext --debug` or
+        # instead of 4.3 (the machine code is the same).  `build_ext --debug` or
         # CONVVIZ_DEBUG_INFO=1 keeps it (a sanitizer's reports need the lines).
         keep_debug = self.debug or os.environ.get("CONVVIZ_DEBUG_INFO", "").strip() not in ("", "0")
         if self.compiler.compiler_type != "msvc" and not keep_debug:

@@ -1,6 +1,7 @@
 """The build: OpenMP compiled in here, a working serial build without it, the
 project's own C++ (_ext/*.cpp) warning-free under -Wall -Wextra -Werror with
-g++ and clang++, and typed stubs that match the compiled modules."""
+g++ (the normal build) and clang++ (a second, serial build under AddressSanitizer),
+and typed stubs that match the compiled modules."""
 
 from __future__ import annotations
 
@@ -46,12 +47,12 @@ def test_show_versions_reports_the_build(capsys):
             assert convviz.show_versions(as_dict=True)["fast_f16"].startswith("no: ")
 
 
-def _asan_runtime() -> str | None:
-    """Path of gcc's AddressSanitizer runtime, or None when there is none."""
-    compiler = shutil.which("gcc")
-    if compiler is None:
+def _asan_runtime(compiler: str) -> str | None:
+    """Path of `compiler`'s shared AddressSanitizer runtime, or None when it has none."""
+    name = {"gcc": "libasan.so", "clang": "libclang_rt.asan-x86_64.so"}[compiler]
+    if shutil.which(compiler) is None:
         return None
-    found = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    found = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
     return found if os.path.isabs(found) and os.path.exists(found) else None
 
 
@@ -93,49 +94,7 @@ def _assert_own_code_strict_and_clean(log: str, compiler: str) -> None:
     assert not warnings, "\n".join(warnings[:20])
 
 
-@pytest.mark.skipif(not (ROOT / "setup.py").exists() or shutil.which("gcc") is None,
-                    reason="needs the source tree and gcc")
-def test_serial_sanitized_build(tmp_path):
-    """A serial build (CONVVIZ_DISABLE_OPENMP=1) warns, reports no OpenMP, and computes
-    the same numbers; built with AddressSanitizer (when gcc has it), the kernel tests
-    run clean: no out-of-bounds read or write in any SIMD variant.  The project's own
-    C++ compiles with -Wall -Wextra -Werror under g++ (also in the normal build)."""
-    pytest.importorskip("Cython")
-    asan = _asan_runtime()
-    env = dict(os.environ, CONVVIZ_DISABLE_OPENMP="1")
-    for name in ("CC", "CXX", "LDSHARED", "LDCXXSHARED"):
-        env.pop(name, None)  # the platform's default compiler: gcc / g++ here
-    if asan:
-        env["CFLAGS"] = "-fsanitize=address -fno-omit-frame-pointer"
-        env["CONVVIZ_DEBUG_INFO"] = "1"  # file and line in its reports
-        env["LDFLAGS"] = "-fsanitize=address"
-    lib, log = _build_copy(tmp_path, env)
-    assert "WITHOUT OpenMP" in log
-    _assert_own_code_strict_and_clean(log, "g++")
-    run_env = dict(os.environ, PYTHONPATH=str(lib), ASAN_OPTIONS="detect_leaks=0")
-    if asan:
-        run_env["LD_PRELOAD"] = asan
-    check = (
-        "import convviz; assert convviz.__file__.startswith(%r), convviz.__file__;"
-        "assert not convviz.openmp_enabled(); assert convviz.show_versions(as_dict=True)['max_threads'] == 1;"
-        "print('serial ok')" % str(lib)
-    )
-    result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=run_env,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "serial ok" in result.stdout
-    tests = [str(ROOT / "tests" / name) for name in
-             ("test_kernels.py", "test_conversions.py", "test_oracle.py", "test_inputs.py", "test_errors.py",
-              "test_nonfinite.py")]
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
-        cwd=tmp_path, env=dict(run_env, CONVVIZ_ALLOW_SERIAL_BUILD="1"), capture_output=True, text=True,
-        timeout=900)
-    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
-    assert "passed" in result.stdout and "ERROR: AddressSanitizer" not in result.stderr
-
-
-CLANG_CHECK = textwrap.dedent("""
+BUILD_CHECK = textwrap.dedent("""
     import sys
     import numpy as np
     import convviz
@@ -144,6 +103,7 @@ CLANG_CHECK = textwrap.dedent("""
     from convviz.ops import OPS
 
     assert convviz.__file__.startswith(sys.argv[1]), convviz.__file__
+    assert not convviz.openmp_enabled() and convviz.show_versions(as_dict=True)["max_threads"] == 1
     rng = np.random.default_rng(7)
     for isa in _openmp_info.available_isas():
         with cpu.use_isa(isa):
@@ -167,35 +127,49 @@ CLANG_CHECK = textwrap.dedent("""
                     args = op.example(rng, np.float32, "NHWC", (2, 1), (1, 2), padding)
                     got, exact = op.run(*args, None), op.reference(*args)
                     np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
-    print("clang ok", _openmp_info.available_isas())
+    print("build ok", _openmp_info.available_isas())
 """)
 
 
 @pytest.mark.skipif(not (ROOT / "setup.py").exists(), reason="needs the source tree")
 @pytest.mark.skipif(shutil.which("clang") is None or shutil.which("clang++") is None,
                     reason="clang/clang++ not on PATH (CI installs Debian's clang)")
-def test_clang_build(tmp_path):
-    """CC=clang CXX=clang++ builds the extensions, the project's own C++ with
-    -Wall -Wextra -Werror and no warning; the modules compute the gradients
-    (every SIMD variant, float32 within 1e-5 of the float64 reference), and the
-    kernel tests pass on them."""
+def test_clang_serial_sanitized_build(tmp_path):
+    """The second compiler, the serial build and AddressSanitizer in one build (the
+    normal build covers g++ with OpenMP, under the same -Werror): CC=clang
+    CXX=clang++ CONVVIZ_DISABLE_OPENMP=1 builds the modules with a warning, the
+    project's own C++ with -Wall -Wextra -Werror and no warning; the modules report
+    no OpenMP and compute every op in every SIMD variant within 1e-5 of the float64
+    reference, and the kernel tests pass on them -- under AddressSanitizer (when
+    clang has its runtime): no out-of-bounds read or write in any variant."""
     pytest.importorskip("Cython")
-    env = dict(os.environ, CC="clang", CXX="clang++")
-    for name in ("CFLAGS", "CXXFLAGS", "LDSHARED", "LDCXXSHARED", "CONVVIZ_WERROR"):
+    asan = _asan_runtime("clang")
+    env = dict(os.environ, CC="clang", CXX="clang++", CONVVIZ_DISABLE_OPENMP="1")
+    for name in ("CFLAGS", "CXXFLAGS", "LDFLAGS", "LDSHARED", "LDCXXSHARED", "CONVVIZ_WERROR"):
         env.pop(name, None)
+    if asan:
+        env["CFLAGS"] = "-fsanitize=address -fno-omit-frame-pointer"
+        env["LDFLAGS"] = "-fsanitize=address -shared-libasan"
+        env["CONVVIZ_DEBUG_INFO"] = "1"  # file and line in its reports
     lib, log = _build_copy(tmp_path, env)
+    assert "WITHOUT OpenMP" in log
     _assert_own_code_strict_and_clean(log, "clang++")
-    run_env = dict(os.environ, PYTHONPATH=str(lib))
-    result = subprocess.run([sys.executable, "-c", CLANG_CHECK, str(lib)], cwd=tmp_path, env=run_env,
-                            capture_output=True, text=True, timeout=300)
+    run_env = dict(os.environ, PYTHONPATH=str(lib), ASAN_OPTIONS="detect_leaks=0")
+    if asan:
+        run_env["LD_PRELOAD"] = asan
+    result = subprocess.run([sys.executable, "-c", BUILD_CHECK, str(lib)], cwd=tmp_path, env=run_env,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "clang ok" in result.stdout
-    tests = [str(ROOT / "tests" / name) for name in ("test_kernels.py", "test_nonfinite.py")]
+    assert "build ok" in result.stdout
+    tests = [str(ROOT / "tests" / name) for name in
+             ("test_kernels.py", "test_conversions.py", "test_oracle.py", "test_inputs.py", "test_errors.py",
+              "test_nonfinite.py")]
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
         cwd=tmp_path, env=dict(run_env, CONVVIZ_ALLOW_SERIAL_BUILD="1"), capture_output=True, text=True,
-        timeout=600)
+        timeout=900)
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    assert "passed" in result.stdout and "ERROR: AddressSanitizer" not in result.stderr
 
 
 def test_stubs_match_the_compiled_modules(tmp_path):
