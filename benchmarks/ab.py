@@ -7,7 +7,7 @@ first in even ones: the process that runs second in a pair is not always the sam
 build), and each process times every case over several placements of its input
 arrays (shifted by multiples of 1 KiB inside a larger buffer), since on a shared
 VM the same machine code runs up to 30% apart depending on where its arrays land
-(BENCHMARKS.md, stop 20).  It prints, per case, each build's per-round times
+(benchmarks/HISTORY.md, stop 20).  It prints, per case, each build's per-round times
 (the median over placements of each placement's 10th percentile) and the ratio
 of the medians over rounds.
 

@@ -2,7 +2,7 @@
 
 Run from the repository root on a machine with CuPy, after building the kernels:
 ``python benchmarks/gpu_ab_depthwise.py``. Alternates old and new in ABBA rounds of 100 synchronised
-calls, prints medians and whether both gave the same bits (BENCHMARKS.md, "GPU, second pass").
+calls, prints medians and whether both gave the same bits (benchmarks/HISTORY.md, "GPU, second pass").
 """
 import time
 import numpy as np
