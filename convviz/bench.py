@@ -27,16 +27,18 @@ function per op (:data:`TORCH_CALLS`).  To benchmark a new op: a few cases in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import ml_dtypes
 import numpy as np
@@ -205,6 +207,8 @@ class Result:
     convviz_1thread: float | None = None
     extra_bytes: int | None = None
     output_bytes: int | None = None
+    # With ``load``: seconds per call of each implementation while busy processes run beside it.
+    loaded: dict[str, float | None] = field(default_factory=dict)
 
 
 # -- data and callables ----------------------------------------------------------
@@ -685,12 +689,64 @@ def best_peer_roofline(result: Result, peaks: dict[str, Any] | None,
     return _roofline_of(result, peaks, min(known) if known else None)
 
 
+# -- load ----------------------------------------------------------------------------
+#: A busy process: Python arithmetic on one core until its deadline, or until its
+#: parent is gone, so it never outlives the benchmark that started it.
+_BUSY_LOOP = """
+import os, sys, time
+deadline = time.monotonic() + float(sys.argv[1])
+parent = os.getppid()
+while time.monotonic() < deadline and os.getppid() == parent:
+    for _ in range(20000):
+        pass
+"""
+
+#: The longest a busy process runs: each case starts its own, so this bounds one case.
+LOAD_SECONDS = 120.0
+#: At most this many busy processes (``--load``).
+MAX_LOAD = 64
+
+
+@contextlib.contextmanager
+def busy_processes(count: int, seconds: float = LOAD_SECONDS) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Run ``count`` processes that each keep a core busy -- what a browser tab or a
+    second notebook kernel does to a laptop -- while the block runs.  They stop at
+    the end of the block, and by themselves after ``seconds`` or when this
+    process is gone.
+
+    Examples
+    --------
+    >>> with busy_processes(1, seconds=5) as procs:
+    ...     [p.poll() for p in procs]
+    [None]
+    >>> [p.returncode is not None for p in procs]
+    [True]
+    """
+    if not 0 <= count <= MAX_LOAD:
+        raise ValueError(f"busy_processes: count must be 0..{MAX_LOAD}, got {count}")
+    procs = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(seconds)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+    try:
+        if procs:
+            time.sleep(0.1)  # past the interpreter's start, into the loop
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
+
+
 def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorflow", "torch"),
         min_seconds: float = 0.5, min_rounds: int = 6, max_rounds: int = 200, scaling: bool = True,
         seed: int = 0, progress: Callable[[str], None] | None = None,
         device: str = "cpu", peaks: bool = True, peak_seconds: float = 0.1,
-        peak_array_bytes: int | None = None) -> tuple[list[Result], dict[str, Any]]:
+        peak_array_bytes: int | None = None, load: int = 0) -> tuple[list[Result], dict[str, Any]]:
     """Time every case; returns the results and a description of the run.
+
+    With ``load`` > 0 each case is timed twice, quiet and then with ``load`` busy
+    processes beside it (:func:`busy_processes`), every implementation alike;
+    the loaded times go to ``Result.loaded``.
 
     On the CPU, the machine's peaks are measured before the cases and again after
     them (``peaks``; see :func:`measure_peaks` for ``peak_seconds`` and
@@ -740,18 +796,25 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
         medians = _interleaved_medians(calls, min_seconds, min_rounds, max_rounds)
         result.convviz_1thread = medians.pop("convviz_1thread", None)
         result.times = {name: medians.get(name) for name in ["convviz", *peers]}
+        if load:
+            with busy_processes(load):
+                loaded = _interleaved_medians({k: v for k, v in calls.items() if k != "convviz_1thread"},
+                                              min_seconds, min_rounds, max_rounds)
+            result.loaded = {name: loaded.get(name) for name in ["convviz", *peers]}
         if device == "cpu":
             result.extra_bytes, result.output_bytes = _extra_memory(case, data, threads)
         results.append(result)
         if progress:
             progress(f"{step}: " + ", ".join(
                 f"{name} {_ms(t)} ms" if t else f"{name} {result.notes.get(name, '-')}"
-                for name, t in result.times.items()))
+                for name, t in result.times.items()) + "".join(
+                f"; loaded: {name} {_ms(t)} ms" for name, t in result.loaded.items() if t))
     if machine_peaks and cases:
         machine_peaks = best_peaks(machine_peaks, measure_peaks(threads, peak_seconds, peak_array_bytes, progress))
         if progress:
             progress(peaks_line(machine_peaks) + ", the best of the measurements before and after the cases")
-    info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device}
+    info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device,
+            "load": load}
     if machine_peaks:
         info["peaks"] = machine_peaks
     if device == "gpu":
@@ -899,6 +962,50 @@ def shortfall_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows])
 
 
+#: What a loaded call may cost against a quiet one (issue 35: TensorFlow's figure on 2 cores).
+LOAD_TARGET = 2.0
+
+
+def load_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
+               load: int = 0) -> str:
+    """A Markdown table of each case's loaded / quiet time ratio, for convviz and
+    each peer, and a closing line with convviz's median and worst ratio.  Empty
+    when no case was timed under load.
+
+    Examples
+    --------
+    >>> case = next(c for c in CASES if c.name == "fwd_tiny")
+    >>> r = Result(case, times={"convviz": 1e-4, "torch": 2e-4}, loaded={"convviz": 1.5e-4, "torch": 5e-4})
+    >>> print(load_table([r], ("torch",), load=2))  # doctest: +NORMALIZE_WHITESPACE
+    | case | convviz quiet ms | convviz loaded ms | convviz loaded/quiet | torch loaded/quiet |
+    |---|---|---|---|---|
+    | fwd_tiny 1,8,8,3,8,3,1,1 | 0.100 | 0.150 | 1.50 | 2.50 |
+    <BLANKLINE>
+    With 2 busy processes beside it, convviz's loaded/quiet ratio: median 1.50, worst 1.50 (fwd_tiny 1,8,8,3,8,3,1,1); target 2.0 or less.
+    """
+    timed = [r for r in results if r.loaded]
+    if not timed:
+        return ""
+    head = ["case", "convviz quiet ms", "convviz loaded ms", "convviz loaded/quiet",
+            *(f"{p} loaded/quiet" for p in peers)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    ratios: list[tuple[float, str]] = []
+    for r in timed:
+        cells = [r.case.label, _ms(r.times.get("convviz")), _ms(r.loaded.get("convviz"))]
+        for name in ("convviz", *peers):
+            quiet, loaded = r.times.get(name), r.loaded.get(name)
+            cells.append(f"{loaded / quiet:.2f}" if quiet and loaded else "-")
+            if name == "convviz" and quiet and loaded:
+                ratios.append((loaded / quiet, r.case.label))
+        lines.append("| " + " | ".join(cells) + " |")
+    if ratios:
+        worst = max(ratios)
+        lines += ["", f"With {load} busy processes beside it, convviz's loaded/quiet ratio: median "
+                      f"{statistics.median(x for x, _ in ratios):.2f}, worst {worst[0]:.2f} ({worst[1]}); "
+                      f"target {LOAD_TARGET:.1f} or less."]
+    return "\n".join(lines)
+
+
 def _asdict_or_none(roof: Roofline | None) -> dict[str, Any] | None:
     return None if roof is None else asdict(roof)
 
@@ -918,11 +1025,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="time convviz alone")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a rough table in seconds)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="time every case again with N busy processes beside it (each stops by itself "
+                             f"within {LOAD_SECONDS:.0f} s) and report loaded/quiet per implementation")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
                         help="gpu: convviz on CuPy against PyTorch on CUDA (needs CuPy and a GPU)")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
+    if not 0 <= args.load <= MAX_LOAD:
+        parser.error(f"--load must be 0..{MAX_LOAD}, got {args.load}")
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     unknown = wanted - {c.name for c in CASES}
     if unknown:
@@ -940,7 +1052,7 @@ def main(argv: list[str] | None = None) -> int:
     results, info = run(cases, threads=args.threads, peers=peers, device=args.device,
                         progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
                         peak_seconds=QUICK_PEAK_SECONDS if args.quick else PEAK_SECONDS,
-                        peak_array_bytes=PEAK_ARRAY_BYTES, **rounds)
+                        peak_array_bytes=PEAK_ARRAY_BYTES, load=args.load, **rounds)
     machine = info["machine"]
     if args.device == "gpu":
         print(f"\nconvviz {machine['convviz']} on {', '.join(info['gpu'].get('gpu', ['?']))} "
@@ -964,11 +1076,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nUnder {TARGET_SPEEDUP:.2f}x the fastest peer, and the fraction of the roof "
                   f"{TARGET_SPEEDUP:.2f}x would take:\n")
             print(shortfall)
+    loaded = load_table(results, columns, args.load)
+    if loaded:
+        print(f"\nUnder load: each case again with {args.load} busy processes beside it\n")
+        print(loaded)
     if args.json:
         payload = {"info": info, "results": [
             {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,
              "times": r.times, "notes": r.notes, "convviz_1thread": r.convviz_1thread,
-             "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes,
+             "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes, "loaded": r.loaded,
              "roofline": _asdict_or_none(case_roofline(r, peaks)),
              "best_peer_roofline": _asdict_or_none(best_peer_roofline(r, peaks, columns))}
             for r in results]}

@@ -268,3 +268,43 @@ def test_the_shortfall_table_lists_only_the_cases_under_the_target():
     assert _cells(bench.shortfall_table([just_under], ("torch",), peaks).splitlines()[2])[1] == "1.049x"
     assert bench.shortfall_table(results[1:2], ("torch",), peaks) == ""  # every case met
     assert bench.shortfall_table(results, ("torch",), None) == ""  # no peaks (the GPU run)
+
+
+def test_load_times_each_case_again_beside_busy_processes(tmp_path, capsys, monkeypatch):
+    """--load N: every case timed again while N busy processes run (and are gone after),
+    the loaded/quiet table and the loaded times in the JSON."""
+    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)
+    started = []
+    real = bench.busy_processes
+
+    @__import__("contextlib").contextmanager
+    def watched(count, seconds=bench.LOAD_SECONDS):
+        with real(count, seconds) as procs:
+            assert len(procs) == count and all(p.poll() is None for p in procs)  # running while timed
+            started.append(procs)
+            yield procs
+
+    monkeypatch.setattr(bench, "busy_processes", watched)
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--no-peers", "--only", "fwd_tiny,dwf_tiny", "--load", "2",
+                 "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert len(started) == 2 and all(p.returncode is not None for procs in started for p in procs)
+    assert "Under load: each case again with 2 busy processes beside it" in out
+    rows = [line for line in out.splitlines() if line.startswith("| fwd_tiny") or line.startswith("| dwf_tiny")]
+    loaded_rows = [row for row in rows if len(_cells(row)) == 6]  # the load table's rows
+    assert [row.split()[1] for row in loaded_rows] == ["fwd_tiny", "dwf_tiny"]
+    assert all(float(_cells(row)[3]) > 0 for row in loaded_rows)
+    assert "convviz's loaded/quiet ratio: median" in out
+    payload = json.loads(path.read_text())
+    assert payload["info"]["load"] == 2
+    assert all(r["loaded"]["convviz"] > 0 for r in payload["results"])
+
+
+def test_load_is_bounded(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "--load", "65", "--only", "fwd_tiny"])
+    assert info.value.code == 2 and "--load must be 0..64, got 65" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="count must be 0..64"):
+        with bench.busy_processes(-1):
+            pass
