@@ -26,7 +26,10 @@ Examples
 """
 
 from ._version import __version__
-from .errors import DeviceError, InvalidArgumentError
+from . import _wait_policy
+
+_wait_policy.load_runtime()  # before any other compiled module: libgomp reads its spin count as it loads
+from .errors import DeviceError, InvalidArgumentError  # noqa: E402
 from ._info import openmp_enabled, show_versions
 from .geometry import AxisGeometry, ConvGeometry
 from . import ops

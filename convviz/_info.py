@@ -8,7 +8,7 @@ import platform
 import sys
 from typing import Any
 
-from . import _openmp_info
+from . import _openmp_info, _wait_policy
 from ._version import __version__
 
 
@@ -82,7 +82,8 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         With ``as_dict=True``: ``convviz``, ``location`` (the folder it is
         imported from), ``python``, ``platform``, ``numpy``,
         ``ml_dtypes``, ``openmp`` (compiled in or not), ``max_threads`` (what
-        ``n_threads=None`` uses), ``omp_num_threads`` (the environment variable),
+        ``n_threads=None`` uses), ``omp_wait`` (how idle kernel threads wait, and
+        who set it: :mod:`convviz._wait_policy`), ``omp_num_threads`` (the environment variable),
         ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` and
         ``fast_f16`` (what ``precision="fast"`` runs for bfloat16 and float16
         on this CPU: the instruction, or "no: " and why) and ``cupy`` (its
@@ -111,6 +112,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         "fast_bf16": _fast_bf16(),
         "fast_f16": _fast_f16(),
         "max_threads": _openmp_info.max_threads(),
+        "omp_wait": _wait_policy.describe(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(),
     }
