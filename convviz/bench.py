@@ -207,8 +207,10 @@ class Result:
     convviz_1thread: float | None = None
     extra_bytes: int | None = None
     output_bytes: int | None = None
-    # With ``load``: seconds per call of each implementation while busy processes run beside it.
+    # With ``load``: the mean seconds per call of each implementation while busy processes run
+    # beside it, and quiet (from the same calls as ``times``, whose medians those are).
     loaded: dict[str, float | None] = field(default_factory=dict)
+    quiet_mean: dict[str, float | None] = field(default_factory=dict)
 
 
 # -- data and callables ----------------------------------------------------------
@@ -422,9 +424,9 @@ def torch_call(case: Case, data: dict[str, Any], device: str = "cpu") -> Callabl
 
 
 # -- timing ------------------------------------------------------------------------
-def _interleaved_medians(calls: dict[str, Callable[[], Any]], min_seconds: float, min_rounds: int,
-                         max_rounds: int) -> dict[str, float]:
-    """Median seconds per call of each implementation, measured in rotating blocks.
+def _interleaved_times(calls: dict[str, Callable[[], Any]], min_seconds: float, min_rounds: int,
+                       max_rounds: int) -> dict[str, list[float]]:
+    """Seconds of every timed call of each implementation, measured in rotating blocks.
 
     Each round gives every implementation one untimed call and then a few timed
     ones.  Rotating keeps slow drift of a shared machine fair to all; the untimed
@@ -451,7 +453,7 @@ def _interleaved_medians(calls: dict[str, Callable[[], Any]], min_seconds: float
                 times[name].append(elapsed)
                 spent += elapsed
         rounds += 1
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
 def _extra_memory(case: Case, data: dict[str, np.ndarray], threads: int) -> tuple[int, int]:
@@ -705,6 +707,9 @@ while time.monotonic() < deadline and os.getppid() == parent:
 LOAD_SECONDS = 120.0
 #: At most this many busy processes (``--load``).
 MAX_LOAD = 64
+#: The least time each case's loaded calls take in all: a stall costs a time slice of
+#: the scheduler (milliseconds), so the mean needs many of them to settle.
+LOAD_MIN_SECONDS = 1.0
 
 
 @contextlib.contextmanager
@@ -793,14 +798,19 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
                 result.notes[name] = f"error: {str(err).splitlines()[0][:80]}"
         if scaling:
             calls["convviz_1thread"] = convviz_call(case, data, 1)
-        medians = _interleaved_medians(calls, min_seconds, min_rounds, max_rounds)
+        times = _interleaved_times(calls, min_seconds, min_rounds, max_rounds)
+        medians = {name: statistics.median(values) for name, values in times.items()}
         result.convviz_1thread = medians.pop("convviz_1thread", None)
         result.times = {name: medians.get(name) for name in ["convviz", *peers]}
         if load:
+            # Means, not medians: under load most calls run at full speed and a few wait a
+            # whole time slice for a core; what a loop of calls takes is the mean.
+            result.quiet_mean = {name: statistics.fmean(times[name]) for name in result.times if name in times}
             with busy_processes(load):
-                loaded = _interleaved_medians({k: v for k, v in calls.items() if k != "convviz_1thread"},
-                                              min_seconds, min_rounds, max_rounds)
-            result.loaded = {name: loaded.get(name) for name in ["convviz", *peers]}
+                loaded = _interleaved_times({k: v for k, v in calls.items() if k != "convviz_1thread"},
+                                            max(min_seconds, LOAD_MIN_SECONDS), min_rounds, max_rounds)
+            result.loaded = {name: statistics.fmean(loaded[name]) if name in loaded else None
+                             for name in ["convviz", *peers]}
         if device == "cpu":
             result.extra_bytes, result.output_bytes = _extra_memory(case, data, threads)
         results.append(result)
@@ -968,16 +978,17 @@ LOAD_TARGET = 2.0
 
 def load_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
                load: int = 0) -> str:
-    """A Markdown table of each case's loaded / quiet time ratio, for convviz and
-    each peer, and a closing line with convviz's median and worst ratio.  Empty
-    when no case was timed under load.
+    """A Markdown table of each case's loaded / quiet ratio of the mean time per call,
+    for convviz and each peer, and a closing line with convviz's median and worst
+    ratio.  Empty when no case was timed under load.
 
     Examples
     --------
     >>> case = next(c for c in CASES if c.name == "fwd_tiny")
-    >>> r = Result(case, times={"convviz": 1e-4, "torch": 2e-4}, loaded={"convviz": 1.5e-4, "torch": 5e-4})
+    >>> r = Result(case, times={"convviz": 1e-4, "torch": 2e-4}, quiet_mean={"convviz": 1e-4, "torch": 2e-4},
+    ...            loaded={"convviz": 1.5e-4, "torch": 5e-4})
     >>> print(load_table([r], ("torch",), load=2))  # doctest: +NORMALIZE_WHITESPACE
-    | case | convviz quiet ms | convviz loaded ms | convviz loaded/quiet | torch loaded/quiet |
+    | case | convviz quiet ms (mean) | convviz loaded ms (mean) | convviz loaded/quiet | torch loaded/quiet |
     |---|---|---|---|---|
     | fwd_tiny 1,8,8,3,8,3,1,1 | 0.100 | 0.150 | 1.50 | 2.50 |
     <BLANKLINE>
@@ -986,14 +997,14 @@ def load_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "t
     timed = [r for r in results if r.loaded]
     if not timed:
         return ""
-    head = ["case", "convviz quiet ms", "convviz loaded ms", "convviz loaded/quiet",
+    head = ["case", "convviz quiet ms (mean)", "convviz loaded ms (mean)", "convviz loaded/quiet",
             *(f"{p} loaded/quiet" for p in peers)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     ratios: list[tuple[float, str]] = []
     for r in timed:
-        cells = [r.case.label, _ms(r.times.get("convviz")), _ms(r.loaded.get("convviz"))]
+        cells = [r.case.label, _ms(r.quiet_mean.get("convviz")), _ms(r.loaded.get("convviz"))]
         for name in ("convviz", *peers):
-            quiet, loaded = r.times.get(name), r.loaded.get(name)
+            quiet, loaded = r.quiet_mean.get(name), r.loaded.get(name)
             cells.append(f"{loaded / quiet:.2f}" if quiet and loaded else "-")
             if name == "convviz" and quiet and loaded:
                 ratios.append((loaded / quiet, r.case.label))
@@ -1085,6 +1096,7 @@ def main(argv: list[str] | None = None) -> int:
             {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,
              "times": r.times, "notes": r.notes, "convviz_1thread": r.convviz_1thread,
              "extra_bytes": r.extra_bytes, "output_bytes": r.output_bytes, "loaded": r.loaded,
+             "quiet_mean": r.quiet_mean,
              "roofline": _asdict_or_none(case_roofline(r, peaks)),
              "best_peer_roofline": _asdict_or_none(best_peer_roofline(r, peaks, columns))}
             for r in results]}
