@@ -54,6 +54,40 @@ def _fast_f16() -> str:
     return "no: the CPU (or this build) lacks AVX512_FP16; \"fast\" computes as the default"
 
 
+def cpu_model_and_flags() -> tuple[str, set[str]]:
+    """The CPU's model name and feature flags (Linux's /proc/cpuinfo; elsewhere no flags).
+
+    Examples
+    --------
+    >>> from convviz._info import cpu_model_and_flags
+    >>> model, flags = cpu_model_and_flags()
+    >>> isinstance(model, str) and isinstance(flags, set)
+    True
+    """
+    model: str | None = None
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key == "model name" and model is None:
+                    model = value
+                elif key == "flags":
+                    flags = set(value.split())
+                    break  # the first core's lines are enough
+    except OSError:
+        pass
+    return model or platform.processor() or "unknown", flags
+
+
+def _amx() -> str:
+    """The CPU's AMX tiles, as Linux reports them, and whether convviz uses them."""
+    tiles = sorted(flag[4:].upper() for flag in cpu_model_and_flags()[1] if flag.startswith("amx_") and flag != "amx_tile")
+    if not tiles:
+        return "no: the CPU (or Linux's report of it) has no AMX tiles"
+    return f"the CPU has AMX ({', '.join(tiles)}); convviz's kernels do not use it yet (bfloat16 runs on AVX-512)"
+
+
 def _package_version(name: str) -> str | None:
     try:
         module = importlib.import_module(name)
@@ -86,7 +120,8 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         who set it: :mod:`convviz._wait_policy`), ``omp_num_threads`` (the environment variable),
         ``cpu_count``, ``simd`` (the kernel variant in use), ``fast_bf16`` and
         ``fast_f16`` (what ``precision="fast"`` runs for bfloat16 and float16
-        on this CPU: the instruction, or "no: " and why) and ``cupy`` (its
+        on this CPU: the instruction, or "no: " and why), ``amx`` (the CPU's
+        AMX tiles and whether the kernels use them) and ``cupy`` (its
         version, or None when absent; with it ``cuda_runtime``, ``cuda_devices``
         and the ``gpu`` names).
 
@@ -95,7 +130,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
     >>> import convviz
     >>> info = convviz.show_versions(as_dict=True)
     >>> sorted(info)[:4]
-    ['convviz', 'cpu_count', 'cupy', 'fast_bf16']
+    ['amx', 'convviz', 'cpu_count', 'cupy']
     >>> info["max_threads"] >= 1
     True
     """
@@ -111,6 +146,7 @@ def show_versions(as_dict: bool = False) -> dict[str, Any] | None:
         "simd": _current_isa(),
         "fast_bf16": _fast_bf16(),
         "fast_f16": _fast_f16(),
+        "amx": _amx(),
         "max_threads": _openmp_info.max_threads(),
         "omp_wait": _wait_policy.describe(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 import ml_dtypes
 import numpy as np
 
+from ._info import cpu_model_and_flags
 from .errors import DeviceError
 from .geometry import ConvGeometry
 from .ops import BY_NAME, Op
@@ -495,31 +496,13 @@ def _load_peers(wanted: list[str], threads: int) -> dict[str, str]:
     return status
 
 
-def _cpu_model_and_flags() -> tuple[str, set[str]]:
-    """The CPU's model name and feature flags (Linux's /proc/cpuinfo; elsewhere no flags)."""
-    model: str | None = None
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                key, _, value = (part.strip() for part in line.partition(":"))
-                if key == "model name" and model is None:
-                    model = value
-                elif key == "flags":
-                    flags = set(value.split())
-                    break  # the first core's lines are enough
-    except OSError:
-        pass
-    return model or platform.processor() or "unknown", flags
-
-
 def machine_description() -> dict[str, Any]:
     """What the numbers were measured on: CPU model and ISA, cores, convviz's kernels, versions."""
     import convviz
     from convviz import _openmp_info
     from convviz._backends import cpu
 
-    model, flags = _cpu_model_and_flags()
+    model, flags = cpu_model_and_flags()
     return {
         "cpu": model,
         # The CPU features that decide which kernels convviz and the peers (oneDNN) can use.

@@ -34,6 +34,11 @@ def test_show_versions_reports_the_build(capsys):
     assert "openmp: yes" in printed or "openmp: no" in printed
     assert convviz.__version__ in printed
     assert f"location: {os.path.dirname(convviz.__file__)}" in printed
+    from convviz._info import cpu_model_and_flags
+
+    has_amx = any(flag.startswith("amx_") for flag in cpu_model_and_flags()[1])
+    assert printed.count("amx: ") == 1
+    assert convviz.show_versions(as_dict=True)["amx"].startswith("the CPU has AMX" if has_amx else "no: ")
     info = convviz.show_versions(as_dict=True)
     assert info["openmp"] == convviz.openmp_enabled()
     assert "cupy" in info
