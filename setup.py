@@ -126,7 +126,10 @@ class BuildExt(build_ext):
         # (CONVVIZ_BUILD_JOBS=1 for one at a time).
         if not self.parallel:
             jobs = os.environ.get("CONVVIZ_BUILD_JOBS", "").strip()
-            self.parallel = int(jobs) if jobs else (os.cpu_count() or 1)
+            if jobs and not jobs.isdigit():
+                raise ValueError(f"CONVVIZ_BUILD_JOBS must be a whole number of jobs, got {jobs!r}")
+            usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+            self.parallel = int(jobs) if jobs else (usable or 1)
         if self.parallel == 1:
             self.parallel = False  # build_ext's serial path
 

@@ -5,19 +5,23 @@ parallel region spin for up to 300,000 ``pause`` instructions before it sleeps
 (about 5 ms of a core on a recent Intel CPU), and reads that count once, when it
 is loaded.  On a quiet machine the spin saves a wake-up.  On a busy one the
 spinning threads burn their share of the cores, and the scheduler then makes the
-thread that still has work wait for one: with two busy processes beside it on 2
-cores, a 0.08 ms depthwise call averaged 1.6 ms (x19) and every benchmark case
-x3.5 or more.  With 10,000 spins (about 0.4 ms) the same calls average x2.0-x2.4
--- the fair share of 2 cores among 4 busy threads -- and on a quiet machine the
-smallest parallel calls take the same time (paired, 1.00-1.01x).  Passive
-waiting (no spin) did worse under load (x2.1-x2.9) and costs a wake-up per call.
+thread that still has work wait for one.  With two busy processes beside it on
+2 cores, the benchmark's cases took 3.3 times their quiet time on the median
+(mean time per call) and up to 57 times (a 0.35 ms depthwise filter gradient
+averaged 19.9 ms); with 10,000 spins (about 0.4 ms) 2.2 times on the median and
+4.6 at worst -- twice is the fair share of 2 cores among 4 busy threads -- while
+the smallest parallel calls on a quiet machine took the same time (paired,
+1.00-1.01x).  Passive waiting (no spin) did worse under load and costs a
+wake-up per call.  (BENCHMARKS.md, "Under load".)
 
 So, when convviz is the one that loads libgomp and the user has not chosen a
-policy (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` in the environment),
-``GOMP_SPINCOUNT=10000`` is in the environment for the moment libgomp reads it,
-and removed right after: no other library, and no child process, sees it.  A
-libgomp that another package loaded first keeps its settings (PyTorch and
-scikit-learn ship copies of their own under other names, which do not count).
+policy (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` present in the environment,
+even empty), ``GOMP_SPINCOUNT=10000`` is in the environment for the moment
+libgomp reads it, and removed right after: no child process sees it.  A
+library that loads a libgomp *later* in this process shares the one already
+loaded (PyTorch's wheels carry theirs under the same name, libgomp.so.1), and
+with it this setting; a libgomp loaded *before* convviz -- by PyTorch imported
+first, for one -- keeps its own settings, and convviz's kernels use it.
 :func:`describe` says what is in force (``convviz.show_versions()``).
 """
 
@@ -54,7 +58,7 @@ def load_runtime() -> str:
     runtime first) with convviz's spin count in the environment when it is convviz
     that loads libgomp and the user chose nothing; return :func:`describe`."""
     global _in_force
-    chosen = {name: os.environ[name] for name in USER_VARIABLES if os.environ.get(name)}
+    chosen = {name: os.environ[name] for name in USER_VARIABLES if name in os.environ}
     before = _libgomp_loaded()
     ours = not chosen and before is False
     if ours:

@@ -200,6 +200,77 @@ CASES = [
 ]
 
 
+#: The short name of each op's cases (fwd_resnet, bpi_k7, dwf_mult2, ...).
+SHORT_NAMES = {"conv2d": "fwd", "conv2d_backprop_input": "bpi", "conv2d_backprop_filter": "bpf",
+               "depthwise_conv2d_native": "dwc", "depthwise_conv2d_native_backprop_input": "dwi",
+               "depthwise_conv2d_native_backprop_filter": "dwf"}
+#: What ``--sweep`` times on each layer: a dense layer's three ops, or a depthwise layer's.
+SWEEP_OPS = {False: ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"),
+             True: ("depthwise_conv2d_native", "depthwise_conv2d_native_backprop_input",
+                    "depthwise_conv2d_native_backprop_filter")}
+SWEEP_BATCHES = (1, 8)
+
+
+def sweep_cases(networks: list[str] | None = None, batches: tuple[int, ...] = SWEEP_BATCHES) -> list[Case]:
+    """The cases of ``--sweep``: each op of every distinct convolution layer of the
+    networks (:mod:`convviz.networks`; all of them by default) at each batch size,
+    float32, NHWC, SAME, grouped by op.
+
+    Examples
+    --------
+    >>> cases = sweep_cases(["resnet18"], batches=(1,))
+    >>> len(cases), cases[0].label
+    (33, 'fwd 1,224,224,3,64,7,2,1')
+    """
+    from .networks import distinct_layers
+
+    found = distinct_layers(networks)
+    cases = []
+    for depthwise in (False, True):
+        for op in SWEEP_OPS[depthwise]:
+            for layer in (layer for layer in found if layer.depthwise == depthwise):
+                for n in batches:
+                    cases.append(Case(SHORT_NAMES[op], op, n, layer.size, layer.size, layer.c_in,
+                                      1 if depthwise else layer.c_out, layer.k, layer.stride, 1))
+    return cases
+
+
+def sweep_summary(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
+                  peaks: dict[str, Any] | None = None) -> str:
+    """Per op: how many cases, the min / median / max speedup over the fastest peer,
+    how many are under 1.0x, and how many of those have both convviz and the peer
+    at 90% or more of the roof (a tie at the machine's limit).
+
+    Examples
+    --------
+    >>> fwd = [c for c in sweep_cases(["resnet18"], batches=(1,)) if c.op == "conv2d"][:3]
+    >>> rs = [Result(c, times={"convviz": t, "torch": 1.0}) for c, t in zip(fwd, (0.5, 1.0, 2.0))]
+    >>> print(sweep_summary(rs, ("torch",)))
+    | op | cases | min | median | max | under 1.0x | of those, both at 90% of the roof or more |
+    |---|---|---|---|---|---|---|
+    | conv2d | 3 | 0.50x | 1.00x | 2.00x | 1 | - |
+    """
+    head = ["op", "cases", "min", "median", "max", "under 1.0x", "of those, both at 90% of the roof or more"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for op in dict.fromkeys(r.case.op for r in results):
+        speedups, under, tied = [], 0, 0
+        for r in (r for r in results if r.case.op == op):
+            t = r.times.get("convviz")
+            known = [x for x in (r.times.get(p) for p in peers) if x]
+            if not (t and known):
+                continue
+            speedups.append(min(known) / t)
+            if speedups[-1] < 1.0:
+                under += 1
+                roof, peer_roof = (case_roofline(r, peaks), best_peer_roofline(r, peaks, peers)) if peaks \
+                    else (None, None)
+                tied += bool(roof and peer_roof and roof.of_roof >= 0.9 and peer_roof.of_roof >= 0.9)
+        if speedups:
+            lines.append(f"| {op} | {len(speedups)} | {min(speedups):.2f}x | {statistics.median(speedups):.2f}x | "
+                         f"{max(speedups):.2f}x | {under} | {tied if peaks else '-'} |")
+    return "\n".join(lines)
+
+
 @dataclass
 class Result:
     case: Case
@@ -499,7 +570,7 @@ def _load_peers(wanted: list[str], threads: int) -> dict[str, str]:
 def machine_description() -> dict[str, Any]:
     """What the numbers were measured on: CPU model and ISA, cores, convviz's kernels, versions."""
     import convviz
-    from convviz import _openmp_info
+    from convviz import _openmp_info, _wait_policy
     from convviz._backends import cpu
 
     model, flags = cpu_model_and_flags()
@@ -512,6 +583,8 @@ def machine_description() -> dict[str, Any]:
         "kernels": cpu.current_isa(),
         "kernels_compiled": list(_openmp_info.available_isas()),
         "openmp": _openmp_info.openmp_enabled(),
+        # How idle threads wait (convviz/_wait_policy.py): it decides the loaded times.
+        "omp_wait": _wait_policy.describe(),
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "platform": platform.platform(),
@@ -712,9 +785,11 @@ def busy_processes(count: int, seconds: float = LOAD_SECONDS) -> Iterator[list[s
     """
     if not 0 <= count <= MAX_LOAD:
         raise ValueError(f"busy_processes: count must be 0..{MAX_LOAD}, got {count}")
-    procs = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(seconds)], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+    procs: list[subprocess.Popen[bytes]] = []
     try:
+        for _ in range(count):  # inside the try: a failed start still stops the ones before it
+            procs.append(subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(seconds)], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if procs:
             time.sleep(0.1)  # past the interpreter's start, into the loop
         yield procs
@@ -1015,10 +1090,16 @@ PEAK_ARRAY_BYTES: int | None = None
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="convviz bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="threads for every implementation (default 2)")
-    parser.add_argument("--only", default="", help="comma-separated case names to run (e.g. bpi_resnet,dwf_k5)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated case names to run (e.g. bpi_resnet,dwf_k5; with --sweep: ops, e.g. fwd,dwf)")
     parser.add_argument("--no-peers", action="store_true", help="time convviz alone")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a rough table in seconds)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--sweep", action="store_true",
+                        help="instead of the cases, every op on every distinct layer of real networks "
+                             "(convviz.networks) at batch 1 and 8: hundreds of cases, long")
+    parser.add_argument("--networks", default="", help="with --sweep: comma-separated networks (default all)")
+    parser.add_argument("--batches", default="1,8", help="with --sweep: comma-separated batch sizes (default 1,8)")
     parser.add_argument("--load", type=int, default=0, metavar="N",
                         help="time every case again with N busy processes beside it (each stops by itself "
                              f"within {LOAD_SECONDS:.0f} s) and report loaded/quiet per implementation")
@@ -1030,10 +1111,25 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.load <= MAX_LOAD:
         parser.error(f"--load must be 0..{MAX_LOAD}, got {args.load}")
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
-    unknown = wanted - {c.name for c in CASES}
+    names = set(SHORT_NAMES.values()) if args.sweep else {c.name for c in CASES}  # a sweep's cases: by op
+    unknown = wanted - names
     if unknown:
-        parser.error(f"unknown case(s) {sorted(unknown)}; choose from {sorted({c.name for c in CASES})}")
+        parser.error(f"unknown case(s) {sorted(unknown)}; choose from {sorted(names)}")
     cases = [c for c in CASES if not wanted or c.name in wanted]
+    if args.sweep:
+        from .networks import NETWORKS
+
+        networks = [name.strip() for name in args.networks.split(",") if name.strip()] or None
+        unknown = set(networks or ()) - set(NETWORKS)
+        if unknown:
+            parser.error(f"unknown network(s) {sorted(unknown)}; choose from {sorted(NETWORKS)}")
+        try:
+            batches = tuple(int(b) for b in args.batches.split(",") if b.strip())
+        except ValueError:
+            parser.error(f"--batches takes whole numbers, got {args.batches!r}")
+        if not batches or min(batches) < 1:
+            parser.error(f"--batches takes batch sizes of 1 or more, got {args.batches!r}")
+        cases = [c for c in sweep_cases(networks, batches) if not wanted or c.name in wanted]
     peers = () if args.no_peers else ("tensorflow", "torch")
     rounds: dict[str, Any] = dict(min_seconds=0.02, min_rounds=2, max_rounds=10) if args.quick else {}
     if args.device == "gpu":
@@ -1062,6 +1158,9 @@ def main(argv: list[str] | None = None) -> int:
     peaks = info.get("peaks")
     columns = peers or ("tensorflow", "torch")  # the peers' columns, "-" where not run
     print(table(results, columns, peaks))
+    if args.sweep:
+        print(f"\nThe sweep, per op (speedup over the fastest peer):\n")
+        print(sweep_summary(results, columns, peaks))
     if peaks:
         print()
         print(roofline_legend(peaks))

@@ -308,3 +308,30 @@ def test_load_is_bounded(capsys):
     with pytest.raises(ValueError, match="count must be 0..64"):
         with bench.busy_processes(-1):
             pass
+
+
+def test_sweep_times_every_op_on_the_networks_layers_and_sums_up_per_op(capsys, monkeypatch):
+    """--sweep: the cases come from convviz.networks (each op of every distinct layer at each
+    batch), --only picks ops, and the per-op summary closes the run."""
+    from convviz import networks
+
+    all_cases = bench.sweep_cases(["resnet18", "mobilenet_v2"], batches=(1, 8))
+    assert {c.op for c in all_cases} == set(bench.SHORT_NAMES)  # all six ops
+    assert len({c.label for c in all_cases}) == len(all_cases)
+    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)
+    monkeypatch.setattr(networks, "NETWORKS", {"tiny": lambda: [networks.Layer(8, 3, 8, 3, 1),
+                                                                networks.Layer(8, 8, 8, 3, 2, depthwise=True)]})
+    assert main(["bench", "--quick", "--no-peers", "--sweep", "--batches", "1,2", "--only", "fwd,dwf"]) == 0
+    out = capsys.readouterr().out
+    labels = [_cells(line)[0] for line in out.splitlines() if line.startswith("| fwd ") or line.startswith("| dwf ")]
+    assert labels == ["fwd 1,8,8,3,8,3,1,1", "fwd 2,8,8,3,8,3,1,1", "dwf 1,8,8,8,1,3,2,1", "dwf 2,8,8,8,1,3,2,1"]
+    assert "The sweep, per op" in out and "| op | cases | min | median | max |" in out
+
+
+def test_sweep_arguments_are_checked(capsys):
+    for argv, message in ((["--networks", "alexnet"], "unknown network(s) ['alexnet']"),
+                          (["--batches", "0"], "batch sizes of 1 or more"), (["--batches", "x"], "whole numbers"),
+                          (["--only", "fwd_resnet"], "unknown case(s) ['fwd_resnet']")):
+        with pytest.raises(SystemExit) as info:
+            main(["bench", "--sweep", *argv])
+        assert info.value.code == 2 and message in capsys.readouterr().err

@@ -3,7 +3,8 @@ wheel carries, and an sdist with the build's sources and none of its outputs.
 
 The whole check, a wheel built from the sdist and installed into a fresh
 environment, is ``scripts/smoke_installed.py``, run by ``.ci/run`` after the tests;
-these tests hold the configuration it relies on, quickly and in the inner loop.
+these tests hold the configuration it relies on in the inner loop (the sdist's
+takes some seconds: building it runs setup.py, which Cythonizes every module).
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the configuration is the same on 3.10
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not (ROOT / "pyproject.toml").exists() or shutil.which("git") is None
