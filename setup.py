@@ -80,9 +80,15 @@ OPENMP_PROBE = textwrap.dedent(
 )
 
 
+def _env_flag(name: str, default: bool) -> bool:
+    """A CONVVIZ_* switch: on unless unset-and-off-by-default, empty or "0"."""
+    value = os.environ.get(name)
+    return default if value is None else value.strip() not in ("", "0")
+
+
 def _openmp_flags(compiler) -> list[str] | None:
     """Return the OpenMP flags that compile and link here, or None."""
-    if os.environ.get("CONVVIZ_DISABLE_OPENMP", "").strip() not in ("", "0"):
+    if _env_flag("CONVVIZ_DISABLE_OPENMP", False):
         return None
     if compiler.compiler_type == "msvc":
         candidates = [["/openmp"]]
@@ -110,7 +116,7 @@ def _openmp_flags(compiler) -> list[str] | None:
 
 def _strict_flags(compiler) -> list[str]:
     """Warning flags for the project's own C++ (_ext/*.cpp)."""
-    werror = os.environ.get("CONVVIZ_WERROR", "1").strip() not in ("0", "")
+    werror = _env_flag("CONVVIZ_WERROR", True)
     if compiler.compiler_type == "msvc":
         return ["/W3"]  # not built with /WX here: no MSVC to keep it clean on
     return ["-Wall", "-Wextra"] + (["-Werror"] if werror else [])
@@ -151,7 +157,7 @@ class BuildExt(build_ext):
         # Python's own CFLAGS often carry -g: debug info would make the modules 30 MB
         # instead of 4.3 (the machine code is the same).  `build_ext --debug` or
         # CONVVIZ_DEBUG_INFO=1 keeps it (a sanitizer's reports need the lines).
-        keep_debug = self.debug or os.environ.get("CONVVIZ_DEBUG_INFO", "").strip() not in ("", "0")
+        keep_debug = self.debug or _env_flag("CONVVIZ_DEBUG_INFO", False)
         if self.compiler.compiler_type != "msvc" and not keep_debug:
             optimise.append("-g0")
         for ext in self.extensions:

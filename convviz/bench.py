@@ -204,10 +204,6 @@ CASES = [
 SHORT_NAMES = {"conv2d": "fwd", "conv2d_backprop_input": "bpi", "conv2d_backprop_filter": "bpf",
                "depthwise_conv2d_native": "dwc", "depthwise_conv2d_native_backprop_input": "dwi",
                "depthwise_conv2d_native_backprop_filter": "dwf"}
-#: What ``--sweep`` times on each layer: a dense layer's three ops, or a depthwise layer's.
-SWEEP_OPS = {False: ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"),
-             True: ("depthwise_conv2d_native", "depthwise_conv2d_native_backprop_input",
-                    "depthwise_conv2d_native_backprop_filter")}
 SWEEP_BATCHES = (1, 8)
 
 
@@ -226,12 +222,12 @@ def sweep_cases(networks: list[str] | None = None, batches: tuple[int, ...] = SW
 
     found = distinct_layers(networks)
     cases = []
-    for depthwise in (False, True):
-        for op in SWEEP_OPS[depthwise]:
-            for layer in (layer for layer in found if layer.depthwise == depthwise):
-                for n in batches:
-                    cases.append(Case(SHORT_NAMES[op], op, n, layer.size, layer.size, layer.c_in,
-                                      1 if depthwise else layer.c_out, layer.k, layer.stride, 1))
+    for op, short in SHORT_NAMES.items():  # a dense layer gets the dense ops, a depthwise one the depthwise ops
+        depthwise = op.startswith("depthwise")  # as Case.depthwise tells them apart
+        for layer in (layer for layer in found if layer.depthwise == depthwise):
+            for n in batches:
+                cases.append(Case(short, op, n, layer.size, layer.size, layer.c_in,
+                                  1 if depthwise else layer.c_out, layer.k, layer.stride, 1))
     return cases
 
 
@@ -1115,8 +1111,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = wanted - names
     if unknown:
         parser.error(f"unknown case(s) {sorted(unknown)}; choose from {sorted(names)}")
-    cases = [c for c in CASES if not wanted or c.name in wanted]
-    if args.sweep:
+    if not args.sweep:
+        cases = [c for c in CASES if not wanted or c.name in wanted]
+    else:
         from .networks import NETWORKS
 
         networks = [name.strip() for name in args.networks.split(",") if name.strip()] or None

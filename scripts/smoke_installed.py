@@ -96,7 +96,7 @@ def check_imports(tracked: list[str], source: Path) -> None:
     assert not here.is_relative_to(source.resolve()), f"convviz was imported from the checkout: {here}"
     assert Path(sys.prefix).resolve() in here.parents, f"convviz is not in this environment ({sys.prefix}): {here}"
     modules = sorted({_module_name(path) for path in tracked if path.endswith((".py", ".pyx"))})
-    failed = {}
+    failed, compiled = {}, []
     for name in modules:
         try:
             module = importlib.import_module(name)
@@ -104,8 +104,9 @@ def check_imports(tracked: list[str], source: Path) -> None:
             failed[name] = f"{type(err).__name__}: {err}"
             continue
         assert Path(module.__file__).resolve().is_relative_to(here), f"{name} from {module.__file__}"
+        if Path(module.__file__).suffix in (".so", ".pyd"):
+            compiled.append(name)
     assert not failed, "modules that do not import:\n" + "\n".join(f"  {k}: {v}" for k, v in failed.items())
-    compiled = [name for name in modules if Path(importlib.import_module(name).__file__).suffix in (".so", ".pyd")]
     from convviz.ops import OPS
 
     rng = np.random.default_rng(0)
