@@ -217,6 +217,75 @@ class AxisGeometry:
         """Input cells that no window reads, so their gradient is exactly zero."""
         return np.flatnonzero(self.coverage() == 0)
 
+    def input_phases(self) -> tuple[InputPhase, ...]:
+        """The input gradient along this axis as one stride-1 convolution per stride phase.
+
+        Input cells ``r, r + stride, r + 2 * stride, ...`` (phase ``r``) are read
+        by the same taps, those with ``(r + pad_before - tap * dilation) %
+        stride == 0``; with the taps last first, each phase's gradient is a
+        forward convolution of the output gradient (stride 1) whose filter is
+        those taps.  Every (input cell, tap, output cell) triple of the phase's
+        convolution is one of this axis's, and the other way round: the kernels
+        add exactly the terms of the direct sum.
+
+        Examples
+        --------
+        >>> axis = AxisGeometry.from_padding(8, 3, stride=2, dilation=1, padding="SAME")
+        >>> for p in axis.input_phases():  # cells 0, 2, 4, 6 take taps 2 and 0; cells 1, 3, 5, 7 tap 1
+        ...     print(p.first, p.count, [0, 1, 2][p.taps], p.dilation, p.pad_before)
+        0 4 [2, 0] 1 1
+        1 4 [1] 1 0
+        """
+        phases = []
+        for first in range(min(self.stride, self.input_size)):
+            count = len(range(first, self.input_size, self.stride))
+            # The taps that reach this phase's cells, and of those the ones through
+            # which some cell reads a real output cell (a dilation far past the
+            # input leaves one tap or none: the convolution stays as small as its terms).
+            taps = [k for k in range(self.kernel_size) if (first + self.pad_before - k * self.dilation) % self.stride == 0
+                    and self._phase_reads(first, count, k)]
+            if not taps:
+                phases.append(InputPhase(first, count, None, 1, 0, 0))
+                continue
+            step = taps[1] - taps[0] if len(taps) > 1 else 1
+            # Output cell of the phase's cell i through its tap j (taps last first):
+            # i + (first + pad_before - taps[0] * dilation) / stride - (J - 1 - j) * dilation'.
+            dilation = step * self.dilation // self.stride if len(taps) > 1 else 1
+            offset = (first + self.pad_before - taps[0] * self.dilation) // self.stride
+            pad_before = (len(taps) - 1) * dilation - offset
+            last = taps[-1]
+            order = slice(last, taps[0] - 1 if taps[0] > 0 else None, -step)
+            # A negative padding is output cells that no cell of the phase reads: skip them.
+            crop = max(0, -pad_before)
+            phases.append(InputPhase(first, count, order, dilation, crop, max(0, pad_before)))
+        return tuple(phases)
+
+    def _phase_reads(self, first: int, count: int, tap: int) -> bool:
+        """Whether one of the cells first, first + stride, ... (count of them) reads
+        an output cell through ``tap`` (which reaches that phase)."""
+        lowest = (first + self.pad_before - tap * self.dilation) // self.stride  # the output cell of cell `first`
+        return lowest + count - 1 >= 0 and lowest <= self.output_size - 1
+
+
+@dataclass(frozen=True)
+class InputPhase:
+    """The input cells ``first, first + stride, ...`` (``count`` of them) of one
+    stride phase of an axis, and the stride-1 forward convolution of the output
+    gradient that gives their gradient (:meth:`AxisGeometry.input_phases`).
+
+    ``taps`` slices the kernel's taps in the order that convolution uses them
+    (last first; ``None``: no tap reaches these cells, their gradient is zero),
+    ``dilation`` is its dilation, and it reads the output gradient from cell
+    ``crop`` on, with ``pad_before`` zero cells before it.
+    """
+
+    first: int
+    count: int
+    taps: slice | None
+    dilation: int
+    crop: int
+    pad_before: int
+
 
 @dataclass(frozen=True)
 class ConvGeometry:

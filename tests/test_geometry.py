@@ -63,6 +63,34 @@ def test_axis_invariants(size, k, s, d, mode, before, after):
         assert (axis.output_size - 1) * s + axis.effective_kernel_size + axis.unread_after == axis.padded_size
 
 
+@given(size=st.integers(1, 30), k=st.integers(1, 6), s=st.integers(1, 5), d=st.sampled_from([1, 2, 3, 7, 2**31 - 1]),
+       mode=st.sampled_from(["SAME", "VALID", "EXPLICIT"]), before=st.integers(0, 6), after=st.integers(0, 40))
+def test_input_phases_hold_exactly_the_terms_of_the_input_gradient(size, k, s, d, mode, before, after):
+    """Each stride phase's stride-1 convolution adds exactly the (input cell, tap,
+    output cell) terms of the direct sum -- none twice, none missing -- and stays
+    as small as its terms (a dilation far past the input leaves one tap or none)."""
+    axis = AxisGeometry.from_padding(size, k, s, d, mode, (before, after))
+    direct = {(axis.input_index(o, tap), tap, o) for o in range(axis.output_size) for tap in range(k)
+              if 0 <= axis.input_index(o, tap) < size}
+    phases = axis.input_phases()
+    assert [p.first for p in phases] == list(range(min(s, size)))
+    assert sum(p.count for p in phases) == size
+    terms = []
+    for p in phases:
+        if p.taps is None:
+            continue
+        taps = list(range(k))[p.taps]
+        assert taps == sorted(taps, reverse=True) and taps
+        assert p.crop == 0 or p.pad_before == 0
+        assert (len(taps) - 1) * p.dilation <= size + axis.output_size and p.pad_before <= size + axis.output_size
+        for i in range(p.count):
+            for j, tap in enumerate(taps):  # the forward convolution: cell i reads dy cell crop + i - pad + j * dilation
+                o = p.crop + i - p.pad_before + j * p.dilation
+                if p.crop <= o < axis.output_size:
+                    terms.append((p.first + i * s, tap, o))
+    assert len(terms) == len(set(terms)) and set(terms) == direct
+
+
 @given(h=st.integers(1, 12), w=st.integers(1, 12), kh=st.integers(1, 4), kw=st.integers(1, 4),
        sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 3), dw=st.integers(1, 3),
        padding=st.sampled_from(["SAME", "VALID", "EXPLICIT"]), pads=st.tuples(*[st.integers(0, 3)] * 4))

@@ -12,6 +12,9 @@ _FloatArray = npt.NDArray[Any]
 def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
 
+def record_scratch_bytes(used: int) -> None:
+    """Note ``used`` as the calling thread's most recent scratch bytes (the plan's total over its phases)."""
+
 def input_grad(
     out_backprop: _FloatArray,
     dy_type: int,
@@ -36,7 +39,8 @@ def input_grad(
 
     Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``isa``: an index
     of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64;
-    ``dot``: the bfloat16 dot-product path (only on a CPU with AVX512_BF16).
+    ``dot``: the fast paths to try (1 bfloat16 dot product, 2 float16 FMA);
+    -1 when ``dot`` names some and none applies (nothing written).
     """
 
 def input_grad_int32(

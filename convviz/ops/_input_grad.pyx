@@ -62,6 +62,12 @@ def last_scratch_bytes():
     return recorded_scratch()
 
 
+def record_scratch_bytes(Py_ssize_t used):
+    """Note ``used`` as the calling thread's most recent scratch bytes: the plan's
+    total when it ran the input gradient on the forward kernel (one call per phase)."""
+    record_scratch(used)
+
+
 def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
                cnp.ndarray in_backprop, int dx_type,
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
@@ -76,8 +82,10 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     (precision="fast") names the fast paths this CPU runs, as bits: 1 the
     bfloat16 dot product (AVX512_BF16), 2 the float16 FMA (AVX512_FP16), only
     with ``isa`` AVX-512; the one that applies to the data (bfloat16 or float16,
-    a finite filter; float16 with at least 32 input channels per group) runs,
-    and the default path otherwise.
+    a finite filter; float16 with at least 32 input channels per group) runs.
+    When ``dot`` names fast paths and none applies, nothing is written and the
+    result is -1: the caller computes the gradient the default way (on the
+    forward pass's kernel, see ``convviz.ops.input_grad.Plan``).
     """
     cdef Conv2dInputGradArgs a
     conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], filter.shape[2], groups,
@@ -95,6 +103,8 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     a.dot = dot
     a.w_exp = 0
     conv2d_input_grad_prepare(&a, isa, f64)
+    if dot and not a.dot:
+        return -1
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem

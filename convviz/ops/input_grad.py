@@ -21,6 +21,7 @@ from .._backends import cpu, cuda
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
 from ..reference import from_nhwc, groups, taps, to_nhwc
+from . import _forward as forward_kernel
 from . import _input_grad as kernel
 from ._docs import fill_doc
 from ._op import Op, random_values, window_arguments
@@ -81,7 +82,47 @@ def validate(
 
 # Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.input_grad
+_forward_kernel = forward_kernel.forward
+_record_scratch = kernel.record_scratch_bytes
 kernel_view = cpu.kernel_view
+
+
+# A phase's convolution: input rows and columns, output-gradient rows and columns, filter rows and
+# columns, then the forward kernel's window (strides, dilations, top and left padding, groups).
+PhaseConvolution = tuple[slice, slice, slice, slice, slice, slice, tuple[int, int, int, int, int, int, int]]
+
+
+def _phase_convolutions(g: ConvGeometry) -> tuple[list[PhaseConvolution], list[tuple[slice, slice]]]:
+    """The input gradient as stride-1 forward convolutions of the output gradient,
+    one per pair of row and column stride phases (``AxisGeometry.input_phases``).
+
+    Returns the convolutions, each (input rows, input columns, output-gradient
+    rows, output-gradient columns, filter rows, filter columns, the forward
+    kernel's window numbers), and the (rows, columns) that no tap reaches (zero).
+    """
+    convolutions: list[PhaseConvolution] = []
+    zeros: list[tuple[slice, slice]] = []
+    out_h, out_w = g.output_hw
+    for rp in g.rows.input_phases():
+        for cp in g.cols.input_phases():
+            cells = (slice(rp.first, None, g.rows.stride), slice(cp.first, None, g.cols.stride))
+            if rp.taps is None or cp.taps is None or rp.crop >= out_h or cp.crop >= out_w:
+                zeros.append(cells)
+                continue
+            window = (1, 1, rp.dilation, cp.dilation, rp.pad_before, cp.pad_before, g.groups)
+            convolutions.append((*cells, slice(rp.crop, None), slice(cp.crop, None), rp.taps, cp.taps, window))
+    return convolutions, zeros
+
+
+def _transposed_filter(filt: np.ndarray, groups: int) -> np.ndarray:
+    """The HWIO filter with each group's input and output channels swapped
+    ([KH, KW, C_out / groups, C_in]): the filter of the forward convolutions
+    that make the input gradient.  A view for one group, a copy for several."""
+    if groups == 1:
+        return filt.transpose(0, 1, 3, 2)
+    kh, kw, cin_g, c_out = filt.shape
+    by_group = filt.reshape(kh, kw, cin_g, groups, c_out // groups)
+    return by_group.transpose(0, 1, 4, 3, 2).reshape(kh, kw, c_out // groups, groups * cin_g)
 
 
 class Plan(cpu.ConvPlan):
@@ -89,14 +130,27 @@ class Plan(cpu.ConvPlan):
 
     Built once per distinct call signature (see ``convviz.ops._op``); ``run``
     then only allocates the result and calls the kernel.
+
+    Float types at the default precision run on the forward pass's kernel: the
+    gradient of the input cells of one stride phase is a stride-1 convolution of
+    the output gradient with that phase's taps of the filter, last first, and
+    input and output channels swapped (``geometry.AxisGeometry.input_phases``).
+    That kernel's channel blocks keep the filter in cache across rows, which
+    a kernel over input rows cannot (the 7x7 layers of 512 channels and more ran
+    4-10x slower on it).  ``precision="fast"`` (bfloat16 and float16 dot
+    products, where they apply) and int32 keep the kernels of ``_input_grad``.
     """
 
-    __slots__ = ("fast",)
+    __slots__ = ("fast", "phases", "zeros")
 
     def __init__(self, call: Call, fast: bool = False) -> None:
         g = call.geometry
         super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
         self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
+        self.phases: list[PhaseConvolution] = []
+        self.zeros: list[tuple[slice, slice]] = []
+        if not (self.int32 or self.empty):
+            self.phases, self.zeros = _phase_convolutions(g)
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
         if self.empty:
@@ -114,12 +168,22 @@ class Plan(cpu.ConvPlan):
                 self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
             return result
         dy = kernel_view(out_backprop)
+        dy = dy.transpose(0, 2, 3, 1) if nchw else dy
+        dx = result.transpose(0, 2, 3, 1) if nchw else result
         code = self.code
-        _kernel(
-            dy.transpose(0, 2, 3, 1) if nchw else dy, code, kernel_view(filt), code,
-            result.transpose(0, 2, 3, 1) if nchw else result, code,
-            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK,
-            cpu.fast_paths() if self.fast else 0)
+        fast = cpu.fast_paths() if self.fast else 0
+        # The bfloat16 / float16 dot-product kernels where they apply (else -1: nothing written).
+        if fast and _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE,
+                            self.f64, cpu.MIN_PARALLEL_WORK, fast) >= 0:
+            return result
+        w = _transposed_filter(kernel_view(filt), self.ints[-1])
+        scratch = 0
+        for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases:
+            scratch += _forward_kernel(dy[:, dy_rows, dy_cols], code, w[taps_h, taps_w], code, dx[:, rows, cols],
+                                       code, *window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+        for rows, cols in self.zeros:
+            dx[:, rows, cols] = 0
+        _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
         return result
 
 
