@@ -46,6 +46,12 @@ struct Conv2dForwardArgs : ConvDims {
     // than rows.
     idx block_vecs, blocks_per_group;
     int by_block;
+    // With channel-block units: each block's output rows in row_chunks runs of
+    // equal length, a unit per (block, run), block-major (prepare sets 1; the
+    // caller raises it to balance the threads, see conv2d_forward_row_chunks).
+    // A unit that packs its own block packs it only when its thread's scratch
+    // does not hold that block already (consecutive units share it).
+    idx row_chunks;
     // With channel-block units, every block reads every input row: the rows are
     // staged once, before the blocks, into `staged` (staged_elems of the compute
     // type, [N * H][row_pixels][Cin], zero outside the real columns; the caller
@@ -55,14 +61,25 @@ struct Conv2dForwardArgs : ConvDims {
     void* staged;
 };
 
+// Output rows [*begin, *end) of run `run` of `runs` runs of `rows` (equal to within one).
+static inline void row_run(idx rows, idx runs, idx run, idx* begin, idx* end) {
+    *begin = rows * run / runs;
+    *end = rows * (run + 1) / runs;
+}
+
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64);
 void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64);
 // One output row (row = n * OH + oh) of the call `args` (a Conv2dForwardArgs), with
 // `scratch` of scratch_elems elements, zeroed before first use (a UnitFn of _cvz.pxd).
 void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
-// One channel block (block = g * blocks_per_group + b) over every output row (a UnitFn).
-void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch);
+// One channel block over one run of output rows (unit = block * row_chunks + run,
+// block = g * blocks_per_group + b; a UnitFn).
+void conv2d_forward_block(const void* args, int isa, int f64, idx unit, void* scratch);
+// The row_chunks that spread blocks * row_chunks units most evenly over `threads`
+// threads (static split, block widths counted): the fewest that come within 5%
+// of an even share, or the best found.  ISA-free.
+idx conv2d_forward_row_chunks(const Conv2dForwardArgs* a, int threads);
 // Stage input row `row` (= n * H + ih) into `staged` (a UnitFn; no scratch).
 void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch);
 
@@ -98,8 +115,47 @@ void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scrat
     isa_pick(row_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), row, scratch);
 }
 
-void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch) {
-    isa_pick(block_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), block, scratch);
+void conv2d_forward_block(const void* args, int isa, int f64, idx unit, void* scratch) {
+    isa_pick(block_table, isa, f64)(static_cast<const Conv2dForwardArgs*>(args), unit, scratch);
+}
+
+// The largest load (vectors x rows) a thread gets when `runs` runs of rows per
+// block are split statically (OpenMP's schedule(static): contiguous shares, the
+// first units % threads threads one unit more) over `threads` threads.
+static double busiest_thread(const Conv2dForwardArgs* a, idx runs, int threads) {
+    const idx vectors = a->cout_g_pad / a->V, rows = a->N * a->OH;
+    const idx units = a->G * a->blocks_per_group * runs;
+    const idx share = units / threads, extra = units % threads;
+    double busiest = 0;
+    idx u = 0;
+    for (int t = 0; t < threads; ++t) {
+        double load = 0;
+        for (idx end = u + share + (t < extra ? 1 : 0); u < end; ++u) {
+            const idx block = u / runs, run = u % runs, j = block % a->blocks_per_group;
+            const idx left = vectors - j * a->block_vecs;
+            idx begin, stop;
+            row_run(rows, runs, run, &begin, &stop);
+            load += (double)(left < a->block_vecs ? left : a->block_vecs) * (double)(stop - begin);
+        }
+        if (load > busiest) busiest = load;
+    }
+    return busiest;
+}
+
+idx conv2d_forward_row_chunks(const Conv2dForwardArgs* a, int threads) {
+    const idx rows = a->N * a->OH;
+    if (threads <= 1 || !a->by_block || rows <= 1) return 1;
+    const double even = (double)(a->G * (a->cout_g_pad / a->V)) * (double)rows / threads;
+    idx best = 1;
+    double best_load = busiest_thread(a, 1, threads);
+    for (idx runs = 2; runs <= rows && runs <= 4 * threads && best_load > 1.05 * even; ++runs) {
+        const double load = busiest_thread(a, runs, threads);
+        if (load < best_load) {
+            best = runs;
+            best_load = load;
+        }
+    }
+    return best;
 }
 
 void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch) {
@@ -158,6 +214,7 @@ struct Conv2dForwardScratch {
     const T** tile_a;
     idx* tap_kh;
     idx* tap_kw;
+    idx* pack_key;  // [0]: block + 1 held in block_pack (0: none), [1]: whether it is non-finite
 };
 
 // The per-thread cache of KH staged input rows (none when all are staged once).
@@ -181,6 +238,7 @@ static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForward
     s.tap_a = s.tap_base + taps;
     s.tap_b = s.tap_a + taps;
     s.tile_a = s.tap_b + taps;
+    s.pack_key = (idx*)(s.tile_a + taps);
     return s;
 }
 
@@ -218,6 +276,7 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
     a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
+    a->row_chunks = 1;
     a->staged_elems = a->by_block ? a->N * a->H * a->row_pixels * a->Cin : 0;
     a->pack_in_units = a->by_block && a->block_major;
     a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
@@ -229,7 +288,7 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->scratch_elems = (a->pack_in_units ? round_up(a->block_pack_elems, 16) : 0) +
                        round_up(conv2d_forward_slot_elems(a), 16) +
                        round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
-                       (idx)(((3 * a->KH + 2 * taps) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
+                       (idx)(((3 * a->KH + 2 * taps + 2) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
 }
 
 // The packed filter of tap (kh, kw), group g, from output channel c0 of the group
@@ -534,7 +593,7 @@ static inline bool conv2d_forward_split(const Conv2dForwardArgs* a) {
     return a->direct && !a->exact_edges && a->KH * a->KW * a->cin_g * row_bytes > 2 * FWD_PART_BYTES;
 }
 
-// One channel block over every output row with the sum split into parts, when
+// One channel block over output rows [row_begin, row_end) with the sum split into parts, when
 // the block's whole filter would not stay in L2 (fwd_late: 9 x 512 rows of 2
 // vectors, 590 KB).  A part is one tap (a kernel row, when merged) and a run of
 // its reduction channels (as many parts per tap as FWD_PART_BYTES asks, of
@@ -542,7 +601,8 @@ static inline bool conv2d_forward_split(const Conv2dForwardArgs* a) {
 // the sums the previous one stored in y, so every element adds the same terms
 // in the same order (the same bits).
 template <class T>
-static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block) {
+static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block,
+                                       idx row_begin, idx row_end) {
     typedef Simd<T> S;
     const bool merge = conv2d_forward_merged(a);
     const idx positions = merge ? a->KH : a->KH * a->KW;
@@ -555,7 +615,7 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
     for (idx position = 0; position < positions; ++position)
         for (idx k0 = 0; k0 < K; k0 += k_part) {
             const idx kn = K - k0 < k_part ? K - k0 : k_part;
-            for (idx row = 0; row < a->N * a->OH; ++row) {
+            for (idx row = row_begin; row < row_end; ++row) {
                 const idx n = row / a->OH, oh = row % a->OH;
                 idx row_K, out_pixel, out_group;
                 const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &row_K);
@@ -576,25 +636,33 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
 }
 
 template <class T>
-static void conv2d_forward_channel_block(const Conv2dForwardArgs* call, idx block, void* raw) {
+static void conv2d_forward_channel_block(const Conv2dForwardArgs* call, idx unit_index, void* raw) {
     typedef Simd<T> S;
     const Conv2dForwardScratch<T> s = conv2d_forward_scratch<T>(call, raw);
+    const idx block = unit_index / call->row_chunks;
+    idx row_begin, row_end;
+    row_run(call->N * call->OH, call->row_chunks, unit_index % call->row_chunks, &row_begin, &row_end);
     const idx g = block / call->blocks_per_group, c0 = (block % call->blocks_per_group) * call->block_vecs * S::V;
-    // Packing its own block, the unit reads the packed filter from its scratch,
-    // and takes the exact border path only when its own weights need it.
+    // Packing its own block (once per thread: the next unit of the same block
+    // finds it in the scratch), the unit reads the packed filter from its
+    // scratch, and takes the exact border path only when its own weights need it.
     Conv2dForwardArgs unit = *call;
     if (call->pack_in_units) {
+        if (s.pack_key[0] != block + 1) {
+            s.pack_key[1] = conv2d_forward_pack_block<T>(call, g, c0, s.block_pack);
+            s.pack_key[0] = block + 1;
+        }
         unit.packed = s.block_pack;
         unit.packed_first_block = block;
-        unit.exact_edges = conv2d_forward_pack_block<T>(call, g, c0, s.block_pack);
+        unit.exact_edges = (int)s.pack_key[1];
     }
     const Conv2dForwardArgs* a = &unit;
     const idx count = a->cout_g - c0 < a->block_vecs * S::V ? a->cout_g - c0 : a->block_vecs * S::V;
     if (conv2d_forward_split<T>(a)) {
-        conv2d_forward_block_parts<T>(a, s, block);
+        conv2d_forward_block_parts<T>(a, s, block, row_begin, row_end);
         return;
     }
-    for (idx row = 0; row < a->N * a->OH; ++row) {
+    for (idx row = row_begin; row < row_end; ++row) {
         const idx n = row / a->OH, oh = row % a->OH;
         idx K, out_pixel, out_group;
         const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &K);

@@ -36,6 +36,28 @@ def test_input_gradient_bitwise_identical_across_threads(rng, data_format, dtype
         np.testing.assert_array_equal(_bits(results[0]), _bits(other))
 
 
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backprop_input"])
+@pytest.mark.parametrize("nonfinite", [False, True])
+def test_channel_block_units_bitwise_identical_across_threads(rng, op, nonfinite):
+    """A filter that outweighs the input: the forward kernel's units are channel
+    blocks (with AVX-512, 160 channels over 7 columns: blocks of 4, 4 and 2
+    vectors), each block's rows cut into runs to even out the threads; the input
+    gradient runs on the same kernel.  One block's NaN keeps its units exact."""
+    filt = rng.standard_normal((3, 3, 72, 160)).astype(np.float32)
+    if nonfinite:
+        filt[1, 2, 5, 150] = np.nan
+    x = rng.standard_normal((2, 5, 7, 72)).astype(np.float32)
+    dy = rng.standard_normal((2, 5, 7, 160)).astype(np.float32)
+    if op == "conv2d":
+        results = [convviz.conv2d(x, filt, [1, 1, 1, 1], "SAME", n_threads=n) for n in THREAD_COUNTS]
+    else:
+        results = [convviz.conv2d_backprop_input(x.shape, filt, dy, [1, 1, 1, 1], "SAME", n_threads=n)
+                   for n in THREAD_COUNTS]
+    for other in results[1:]:
+        np.testing.assert_array_equal(_bits(results[0]), _bits(other))
+    assert np.isnan(results[0]).any() == nonfinite
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_filter_gradient_bitwise_identical_across_threads(rng, dtype):
     # 4 * 40 = 160 rows of out_backprop: more rows than reduction blocks, so the

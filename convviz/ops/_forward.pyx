@@ -52,13 +52,15 @@ cdef extern from * namespace "cvz" nogil:
         void* packed
         idx blocks_per_group
         int by_block
+        idx row_chunks
         idx staged_elems
         void* staged
 
     void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64)
     void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch)
-    void conv2d_forward_block(const void* args, int isa, int f64, idx block, void* scratch)
+    void conv2d_forward_block(const void* args, int isa, int f64, idx unit, void* scratch)
+    idx conv2d_forward_row_chunks(const Conv2dForwardArgs* a, int threads)
     void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch)
 
 
@@ -97,10 +99,16 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
     # Units: output rows, or channel blocks when the filter outweighs the input
-    # (then each block's part of the filter stays in cache over every row).
-    cdef idx units = a.G * a.blocks_per_group if a.by_block else a.N * a.OH
+    # (then each block's part of the filter stays in cache over its rows), each
+    # block's rows cut into as many runs as it takes to give the threads even
+    # shares (3 blocks on 2 threads left one idle a third of the time).
+    cdef idx rows = a.N * a.OH
+    cdef idx units = a.G * a.blocks_per_group * rows if a.by_block else rows
     cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
     cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
+    if a.by_block:
+        a.row_chunks = conv2d_forward_row_chunks(&a, threads)
+        units = a.G * a.blocks_per_group * a.row_chunks
     cdef size_t packed_bytes = <size_t>a.packed_elems * elem
     cdef size_t staged_bytes = <size_t>a.staged_elems * elem
     cdef Py_ssize_t used = packed_bytes + staged_bytes
