@@ -7,13 +7,10 @@
 //   3. the kernel body, compiled once per ISA: cvz_per_isa.hpp includes this
 //      file again with CVZ_PER_ISA_PASS defined.
 //
-// What runs here now: precision="fast" (the bfloat16 and float16 dot-product
-// kernels, where they apply).  The public op computes the default precision on
-// the forward pass's kernel, one stride phase at a time (convviz/ops/input_grad.py);
-// the per-ISA body below still sets up the row walk the fast kernels share,
-// and its own tiles run only when this module is called directly with dot = 0
-// (tests/test_build.py).  Moving the fast kernels into their own translation
-// unit and dropping those tiles is issue 36's.
+// Where the filter outweighs the output gradient (late layers: few pixels, many
+// channels) the public op does not come here at the default precision: it runs
+// the forward pass's kernel once per stride phase (convviz/ops/input_grad.py,
+// Plan), whose channel blocks keep the filter in cache across rows.
 #ifndef CVZ_CONV2D_INPUT_GRAD_INTERFACE  // 1. the interface
 #define CVZ_CONV2D_INPUT_GRAD_INTERFACE
 

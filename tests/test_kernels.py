@@ -77,7 +77,21 @@ INPUT_SHAPES = [  # (K, stride, dilation, width, C_in, C_out, groups)
     (3, 1, 1, 40, 48, 20, 1), (5, 1, 1, 24, 16, 36, 1),
     # two vectors of input channels, 3 taps a row: AVX-512's blocked fused tiles at step 2, plain tiles at step 1
     (3, 1, 2, 53, 64, 24, 1), (3, 1, 1, 19, 32, 40, 1), (3, 1, 1, 70, 96, 16, 2),
+    # on the forward kernel: a filter that outweighs dy (channel blocks), a 1x1 filter at
+    # stride 2 (three of four phases reached by no tap), a grouped stride-2 phase split
+    (3, 1, 1, 7, 160, 200, 1), (1, 2, 1, 28, 32, 64, 1), (3, 2, 1, 12, 64, 96, 4),
 ]
+
+
+def test_input_gradient_shapes_cover_both_kernels():
+    """The input gradient runs on the forward kernel where the filter outweighs dy
+    or dy's rows are narrow, else on its own: the shapes above exercise both."""
+    from convviz.ops.input_grad import _on_forward_kernel
+
+    chosen = {_on_forward_kernel(convviz.ConvGeometry.build(
+        batch=2, input_hw=(5, w), in_channels=cin, out_channels=cout, kernel_hw=(k, k), strides=(s, s),
+        dilations=(d, d), padding="SAME", groups=groups)) for k, s, d, w, cin, cout, groups in INPUT_SHAPES}
+    assert chosen == {True, False}
 
 
 @pytest.mark.parametrize("isa", ISAS)

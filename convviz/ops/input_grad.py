@@ -114,6 +114,24 @@ def _phase_convolutions(g: ConvGeometry) -> tuple[list[PhaseConvolution], list[t
     return convolutions, zeros
 
 
+# Output-gradient rows up to this many pixels run on the forward kernel.
+NARROW_ROW = 16
+
+
+def _on_forward_kernel(g: ConvGeometry) -> bool:
+    """Whether the input gradient runs on the forward kernel (see ``Plan``): where
+    a stride phase's filter holds more weights per output channel than the output
+    gradient holds values (the forward kernel's own rule for channel blocks,
+    ``by_block`` in ``_ext/conv2d_forward.cpp``: each block's filter stays in
+    cache while every row passes, where the input-row kernel reads the whole
+    filter once per input row), or where the output gradient's rows are narrow
+    (up to NARROW_ROW pixels: the input-row kernel's tiles of 14 and 24 pixels
+    run part empty).  Elsewhere the input-row kernel, tuned for this op, is as
+    fast or faster (paired A/B over the sweep's layers, BENCHMARKS.md)."""
+    n, (out_h, out_w) = g.batch, g.output_hw
+    return out_w <= NARROW_ROW or max_phase_taps(g) * (g.in_channels // g.groups) > n * out_h * out_w
+
+
 def _transposed_filter(filt: np.ndarray, groups: int) -> np.ndarray:
     """The HWIO filter with each group's input and output channels swapped
     ([KH, KW, C_out / groups, C_in]): the filter of the forward convolutions
@@ -131,14 +149,16 @@ class Plan(cpu.ConvPlan):
     Built once per distinct call signature (see ``convviz.ops._op``); ``run``
     then only allocates the result and calls the kernel.
 
-    Float types at the default precision run on the forward pass's kernel: the
-    gradient of the input cells of one stride phase is a stride-1 convolution of
-    the output gradient with that phase's taps of the filter, last first, and
-    input and output channels swapped (``geometry.AxisGeometry.input_phases``).
-    That kernel's channel blocks keep the filter in cache across rows, which
-    a kernel over input rows cannot (the 7x7 layers of 512 channels and more ran
-    4-10x slower on it).  ``precision="fast"`` (bfloat16 and float16 dot
-    products, where they apply) and int32 keep the kernels of ``_input_grad``.
+    Where the filter outweighs the output gradient or its rows are narrow (late
+    layers: few pixels, many channels; ``_on_forward_kernel``), float types at the default precision run on the forward pass's
+    kernel: the gradient of the input cells of one stride phase is a stride-1
+    convolution of the output gradient with that phase's taps of the filter,
+    last first, and input and output channels swapped
+    (``geometry.AxisGeometry.input_phases``).  That kernel's channel blocks keep
+    the filter in cache across rows, which the input-row kernel of
+    ``_input_grad`` cannot (the 7x7 layers of 512 channels and more ran 4-10x
+    slower on it).  Elsewhere, for ``precision="fast"`` (bfloat16 and float16
+    dot products, where they apply) and for int32, the ``_input_grad`` kernels run.
     """
 
     __slots__ = ("fast", "phases", "zeros")
@@ -147,9 +167,9 @@ class Plan(cpu.ConvPlan):
         g = call.geometry
         super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
         self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
-        self.phases: list[PhaseConvolution] = []
+        self.phases: list[PhaseConvolution] | None = None
         self.zeros: list[tuple[slice, slice]] = []
-        if not (self.int32 or self.empty):
+        if not (self.int32 or self.empty) and _on_forward_kernel(g):
             self.phases, self.zeros = _phase_convolutions(g)
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
@@ -176,13 +196,17 @@ class Plan(cpu.ConvPlan):
         if fast and _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE,
                             self.f64, cpu.MIN_PARALLEL_WORK, fast) >= 0:
             return result
+        if self.phases is None:  # the input-row kernel
+            _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE, self.f64,
+                    cpu.MIN_PARALLEL_WORK, 0)
+            return result
         w = _transposed_filter(kernel_view(filt), self.ints[-1])
+        if self.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one contiguous fill
+            result.fill(0)
         scratch = 0
         for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases:
             scratch += _forward_kernel(dy[:, dy_rows, dy_cols], code, w[taps_h, taps_w], code, dx[:, rows, cols],
                                        code, *window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        for rows, cols in self.zeros:
-            dx[:, rows, cols] = 0
         _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
         return result
 
