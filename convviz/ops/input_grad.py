@@ -114,8 +114,11 @@ def _phase_convolutions(g: ConvGeometry) -> tuple[list[PhaseConvolution], list[t
     return convolutions, zeros
 
 
-# Output-gradient rows up to this many pixels run on the forward kernel.
+# Output-gradient rows up to this many pixels, and filters of more than this many
+# bytes (what a core's L2 cache holds with room to spare: 1 MiB on AMD Zen 4, 2 MiB
+# on Intel Sapphire Rapids), run on the forward kernel.
 NARROW_ROW = 16
+CACHED_FILTER_BYTES = 1 << 20
 
 
 def _on_forward_kernel(g: ConvGeometry) -> bool:
@@ -124,12 +127,18 @@ def _on_forward_kernel(g: ConvGeometry) -> bool:
     gradient holds values (the forward kernel's own rule for channel blocks,
     ``by_block`` in ``_ext/conv2d_forward.cpp``: each block's filter stays in
     cache while every row passes, where the input-row kernel reads the whole
-    filter once per input row), or where the output gradient's rows are narrow
-    (up to NARROW_ROW pixels: the input-row kernel's tiles of 14 and 24 pixels
-    run part empty).  Elsewhere the input-row kernel, tuned for this op, is as
-    fast or faster (paired A/B over the sweep's layers, BENCHMARKS.md)."""
+    filter once per input row), where that filter would not stay in a core's
+    cache from one input row to the next (more than CACHED_FILTER_BYTES: 256 to
+    256 channels 3x3, 2.4 MB, ran 2-3x slower on the input-row kernel), or where
+    the output gradient's rows are narrow (up to NARROW_ROW pixels: the
+    input-row kernel's tiles of 14 and 24 pixels run part empty).  Elsewhere the
+    input-row kernel, tuned for this op, is as fast or faster (paired A/B over
+    the sweep's layers, BENCHMARKS.md)."""
     n, (out_h, out_w) = g.batch, g.output_hw
-    return out_w <= NARROW_ROW or max_phase_taps(g) * (g.in_channels // g.groups) > n * out_h * out_w
+    kernel_h, kernel_w = g.kernel_hw
+    filter_bytes = kernel_h * kernel_w * (g.in_channels // g.groups) * g.out_channels * 4
+    return (out_w <= NARROW_ROW or filter_bytes > CACHED_FILTER_BYTES
+            or max_phase_taps(g) * (g.in_channels // g.groups) > n * out_h * out_w)
 
 
 def _transposed_filter(filt: np.ndarray, groups: int) -> np.ndarray:
