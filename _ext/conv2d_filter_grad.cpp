@@ -53,6 +53,13 @@ struct Conv2dFilterGradArgs : ConvDims {
     // tile ([G * ci_tiles][chunk_rows * KH slots][W][mr]), for the same reason
     // (a tile broadcasts a few channels of each pixel).
     int x_blocked;
+    // direct_out: each tile's sum is whole after one chunk (every output row fits
+    // in one), so tiles start from zero in registers and store straight into
+    // `out` (the compute type, contiguous channels, a whole number of vectors per
+    // group; kernel rows not merged): no accumulator buffer to zero, load, store
+    // and copy out (tile_elems is then 0 and `acc` unused).  Late layers: 7x7
+    // pixels, 160 x 960 filter values.
+    int direct_out;
     void* acc;
 };
 
@@ -161,7 +168,7 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     a->block_vectors = wide && a->cin_g <= (FG_MR + 3) / 4 ? 4 : 2;
     a->c_blocks = (a->cout_g_pad / a->V + a->block_vectors - 1) / a->block_vectors;
     a->n_tiles = a->KH * (a->kw_merged ? 1 : a->KW) * a->G * a->ci_tiles * a->c_blocks;
-    a->tile_elems = FG_MR * a->block_vectors * a->V;
+    a->tile_elems = FG_MR * a->block_vectors * a->V;  // (0 below with direct_out)
     // Rows are read in place where staging would only copy them: the compute
     // type, pixels of contiguous channels, no channel padding; the input only
     // where every tile is as tall as its real rows (a taller tile reads past its
@@ -191,6 +198,9 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
+    const bool out_same = sizeof(T) == 4 ? a->out_type == F32 : a->out_type == F64;
+    a->direct_out = a->N * a->OH <= chunk && out_same && a->out_s[3] == 1 && a->cout_g % a->V == 0 && !a->kw_merged;
+    if (a->direct_out) a->tile_elems = 0;
     // The staged rows (filter_grad_*_stage_elems), then the per-row tables:
     // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
     // and the blocked stage's slot keys (KH per row).
@@ -200,18 +210,20 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
                        16;
 }
 
-// One tile over a chunk: acc (MR x NRV vectors, at `tile`) += the rows' terms.
-// Row r adds counts[r] pixels: a_rows[r][k * a_step + p] * b_rows[r][k * b_step + c].
+// One tile over a chunk: acc (MR x NRV vectors, row p at tile + p * tile_row) +=
+// the rows' terms, or (from_zero) = them.  Row r adds counts[r] pixels:
+// a_rows[r][k * a_step + p] * b_rows[r][k * b_step + c].  Rows from store_rows
+// on are computed but not stored (a lone short tile's).
 template <class T, int MR, int NRV>
 static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_rows, const idx* counts, idx n_rows,
-                                    idx a_step, idx b_step, T* tile) {
+                                    idx a_step, idx b_step, T* tile, idx tile_row, idx store_rows, bool from_zero) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     vec acc[MR][NRV];
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
         CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q) acc[p][q] = S::load(tile + (p * NRV + q) * S::V);
+        for (int q = 0; q < NRV; ++q) acc[p][q] = from_zero ? S::zero() : S::load(tile + p * tile_row + q * S::V);
     for (idx r = 0; r < n_rows; ++r) {
         const T* a = a_rows[r];
         const T* b = b_rows[r];
@@ -230,8 +242,9 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
     }
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
-        CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q) S::store(tile + (p * NRV + q) * S::V, acc[p][q]);
+        if (p < store_rows)
+            CVZ_UNROLL(4)
+            for (int q = 0; q < NRV; ++q) S::store(tile + p * tile_row + q * S::V, acc[p][q]);
 }
 
 // The tile of `rows` rows (at least MR/4: a lone tile of fewer rows takes
@@ -239,13 +252,16 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
 // 3 and 4 vectors are at most MR/2 rows tall (what the registers hold).
 template <class T, int NRV, int H = (NRV > 2 ? (FG_MR + 1) / 2 : FG_MR)>
 static inline void filter_grad_tile_for(idx rows, const T* const* a_rows, const T* const* b_rows, const idx* counts,
-                                        idx n_rows, idx a_step, idx b_step, T* tile) {
+                                        idx n_rows, idx a_step, idx b_step, T* tile, bool direct, idx out_row) {
     constexpr int quarter = (FG_MR + 3) / 4;
     if constexpr (H > quarter) {
         if (rows < H)
-            return filter_grad_tile_for<T, NRV, H - 1>(rows, a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+            return filter_grad_tile_for<T, NRV, H - 1>(rows, a_rows, b_rows, counts, n_rows, a_step, b_step, tile,
+                                                       direct, out_row);
     }
-    filter_grad_tile<T, H, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile);
+    // The accumulator buffer holds every row of the tile; `out` only the real ones.
+    filter_grad_tile<T, H, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile,
+                                direct ? out_row : NRV * Simd<T>::V, direct ? rows : H, direct);
 }
 
 // Vectors of output channels in the tile whose channels start at c0.
@@ -474,14 +490,29 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                     counts[used] = f.hi - f.lo;
                     ++used;
                 }
-            T* t = acc + tile * a->tile_elems;
-            const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel;
-            if (used > 0) {
+            // The tile's sums: in the accumulator buffer, or (direct_out) its rows of the result.
+            const bool direct = a->direct_out != 0;
+            T* t = direct ? (T*)a->out + f.kh * a->out_s[0] + f.kw * a->out_s[1] + f.r0 * a->out_s[2] +
+                                (f.g * a->cout_g + f.c0)
+                          : acc + tile * a->tile_elems;
+            const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel, out_row = a->out_s[2];
+            if (used > 0 || direct) {  // (direct: a tile no pair reaches stores its zeros)
                 switch (nrv) {
-                    case 4: filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
-                    case 3: filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
-                    case 2: filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t); break;
-                    default: filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t);
+                    case 4:
+                        filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
+                                                   out_row);
+                        break;
+                    case 3:
+                        filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
+                                                   out_row);
+                        break;
+                    case 2:
+                        filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
+                                                   out_row);
+                        break;
+                    default:
+                        filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
+                                                   out_row);
                 }
             }
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
@@ -493,6 +524,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     }
 
     // Store this unit's tiles into the filter gradient (HWIO, the result's dtype).
+    if (a->direct_out) return;  // the tiles stored their sums themselves
     for (idx tile = tile_begin; tile < tile_end; ++tile) {
         const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
         const idx nrv = filter_grad_vectors(a, f.c0);

@@ -95,7 +95,8 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     cdef Py_ssize_t used = acc_bytes
     a.n_units = threads
     try:
-        a.acc = scratch_alloc(acc_bytes)
+        if acc_bytes:  # (none when the tiles store straight into the result: direct_out)
+            a.acc = scratch_alloc(acc_bytes)
         ranges = <idx*>scratch_alloc(2 * a.KW * sizeof(idx))
         for kw in range(a.KW):
             ranges[kw] = col_ranges[kw, 0]
