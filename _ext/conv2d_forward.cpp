@@ -59,6 +59,13 @@ struct Conv2dForwardArgs : ConvDims {
     // per block.  staged_elems is 0 (and staged unused) with row units.
     idx staged_elems;
     void* staged;
+    // With channel-block units, whether the tiles read the input rows where they
+    // are instead (staged_elems 0): the input is the compute type in packed NHWC
+    // and every pixel a tile reads is a real column (no left padding, rows no
+    // wider than the input: 1x1 and VALID convolutions, the input gradient's 1x1
+    // phases).  Staging would only copy them, into a buffer zeroed first, in a
+    // parallel region of its own (a fifth of a 7x7, 960 -> 160 channel call).
+    int in_place;
 };
 
 // Output rows [*begin, *end) of run `run` of `runs` runs of `rows` (equal to within one).
@@ -219,7 +226,7 @@ struct Conv2dForwardScratch {
 
 // The per-thread cache of KH staged input rows (none when all are staged once).
 static inline idx conv2d_forward_slot_elems(const Conv2dForwardArgs* a) {
-    return a->staged_elems > 0 ? 0 : a->KH * a->row_pixels * a->Cin;
+    return a->staged_elems > 0 || a->in_place ? 0 : a->KH * a->row_pixels * a->Cin;
 }
 
 template <class T>
@@ -277,7 +284,9 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
     a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
     a->row_chunks = 1;
-    a->staged_elems = a->by_block ? a->N * a->H * a->row_pixels * a->Cin : 0;
+    a->in_place = a->by_block && a->x_type == (sizeof(T) == 4 ? F32 : F64) && a->x_s[3] == 1 &&
+                  a->x_s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;
+    a->staged_elems = a->by_block && !a->in_place ? a->N * a->H * a->row_pixels * a->Cin : 0;
     a->pack_in_units = a->by_block && a->block_major;
     a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
     a->packed_first_block = 0;
@@ -455,7 +464,7 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
     const bool all_staged = a->staged_elems > 0;
     idx* slot_of = s.slot_of;
     idx* kept = s.kept;
-    if (!all_staged) {
+    if (!all_staged && !a->in_place) {
         for (idx j = 0; j < a->KH; ++j) kept[j] = 0;
         for (idx kh = 0; kh < a->KH; ++kh) {
             const idx ih = oh * a->sh - a->pt + kh * a->dh;
@@ -474,7 +483,9 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
         const idx ih = oh * a->sh - a->pt + kh * a->dh;
         if (ih < 0 || ih >= a->H) continue;
         const T* row;
-        if (all_staged) {
+        if (a->in_place) {
+            row = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+        } else if (all_staged) {
             row = (const T*)a->staged + (n * a->H + ih) * row_elems;
         } else {
             if (slot_of[kh] < 0) {
