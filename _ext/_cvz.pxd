@@ -4,11 +4,13 @@
 # Each op's module declares its own kernel (the interface part of its _ext/<op>.cpp).
 # This file and _openmp.pxd stay in _ext/, on Cython's include path (setup.py).
 cimport numpy as cnp
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, prange, threadid
+from libc.string cimport memset
 
 cdef extern from "cvz_common.hpp" namespace "cvz" nogil:
     ctypedef Py_ssize_t idx
     void* alloc_zeroed(size_t bytes)
+    void* alloc_aligned(size_t bytes)
     void free_aligned(void* p)
 
     # What every dense op's argument struct derives from (cvz_common.hpp).
@@ -80,17 +82,27 @@ cdef inline Py_ssize_t run_units(UnitFn fn, const void* args, int isa, int f64, 
     # end, and a kernel's staged vectors are laid out from its part's start (a
     # part 8 bytes off the line split every load of the second thread's staged
     # output gradient: 7% of an AVX2 filter gradient).
+    # Each thread zeroes its own part as it starts (a channel block's packed filter
+    # makes a part hundreds of KiB: zeroed by the calling thread alone before the
+    # units began, it was a tenth of a 7x7 layer's call).
     scratch_bytes = (scratch_bytes + 63) // 64 * 64
-    cdef char* scratch = <char*>scratch_alloc(scratch_bytes * threads if scratch_bytes else 1)
+    cdef char* scratch = <char*>alloc_aligned(scratch_bytes * threads if scratch_bytes else 1)
+    if scratch == NULL:
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
     cdef idx unit
+    cdef int tid
     try:
         with nogil:
             if threads == 1:
+                memset(scratch, 0, scratch_bytes)
                 for unit in range(units):
                     fn(args, isa, f64, unit, scratch)
             else:
-                for unit in prange(units, num_threads=threads, schedule="static"):
-                    fn(args, isa, f64, unit, scratch + threadid() * scratch_bytes)
+                with parallel(num_threads=threads):
+                    tid = threadid()
+                    memset(scratch + tid * scratch_bytes, 0, scratch_bytes)
+                    for unit in prange(units, schedule="static"):
+                        fn(args, isa, f64, unit, scratch + threadid() * scratch_bytes)
     finally:
         free_aligned(scratch)
     return scratch_bytes * threads

@@ -271,18 +271,21 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     const idx vectors = a->cout_g_pad / a->V;
     a->block_vecs = a->OW <= FWD_SHORT_ROW && vectors >= FWD_SHORT_BLOCK ? FWD_SHORT_BLOCK : 2;
     a->blocks_per_group = (vectors + a->block_vecs - 1) / a->block_vecs;
-    // Wide filters are packed block by block: a tile reads one filter row of its
-    // channel block per reduction step, and in [..][cin_g][cout_g_pad] order
-    // those rows lie a whole filter width apart (2 KiB for 512 channels), each
-    // in a new cache line and, past two, a new page for the prefetcher; block by
-    // block they are consecutive.
-    a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024;
-    a->b_pitch = a->block_major ? a->block_vecs * a->V : a->cout_g_pad;
     // By channel blocks when the filter outweighs a batch of input: rows would
     // stream the whole filter through the cache once per output row.
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
     a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
+    // Wide filters are packed block by block: a tile reads one filter row of its
+    // channel block per reduction step, and in [..][cin_g][cout_g_pad] order
+    // those rows lie a whole filter width apart (2 KiB for 512 channels), each
+    // in a new cache line and, past two, a new page for the prefetcher; block by
+    // block they are consecutive.  Channel-block units always are, each packing
+    // its own block (pack_in_units): a whole-filter pack ran on the calling
+    // thread alone before the units started (with its buffer's zeroing, a third
+    // of a 7x7 input gradient of 160 x 960 channels).
+    a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024 || a->by_block;
+    a->b_pitch = a->block_major ? a->block_vecs * a->V : a->cout_g_pad;
     a->row_chunks = 1;
     a->in_place = a->by_block && a->x_type == (sizeof(T) == 4 ? F32 : F64) && a->x_s[3] == 1 &&
                   a->x_s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;

@@ -333,18 +333,23 @@ static inline void store_as(void* base, int type, idx i, CT v) {
 }
 
 // ------------------------------------------------------------------ memory
-// 64-byte aligned, zeroed; nullptr when out of memory.  Free with free_aligned.
-static inline void* alloc_zeroed(std::size_t bytes) {
+// 64-byte aligned, uninitialised; nullptr when out of memory.  Free with free_aligned.
+static inline void* alloc_aligned(std::size_t bytes) {
     if (bytes == 0) bytes = 64;
     bytes = (bytes + 63) & ~(std::size_t)63;
 #if defined(_MSC_VER)
-    void* p = _aligned_malloc(bytes, 64);
-    if (p == nullptr) return nullptr;
+    return _aligned_malloc(bytes, 64);
 #else
     void* p = nullptr;
     if (posix_memalign(&p, 64, bytes) != 0) return nullptr;
+    return p;
 #endif
-    std::memset(p, 0, bytes);
+}
+
+// 64-byte aligned, zeroed; nullptr when out of memory.  Free with free_aligned.
+static inline void* alloc_zeroed(std::size_t bytes) {
+    void* p = alloc_aligned(bytes);
+    if (p != nullptr) std::memset(p, 0, bytes == 0 ? 64 : (bytes + 63) & ~(std::size_t)63);
     return p;
 }
 
