@@ -119,8 +119,9 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
         if staged_bytes:  # channel-block units: every input row staged once, for all the blocks
             a.staged = scratch_alloc(staged_bytes)
             run_units(conv2d_forward_stage, &a, isa, f64, a.N * a.H, threads, 0)
+        # (Channel-block units in contiguous shares: a thread packs a block once for its consecutive units.)
         used += run_units(conv2d_forward_block if a.by_block else conv2d_forward_row, &a, isa, f64, units, threads,
-                          scratch_bytes)
+                          scratch_bytes, not a.by_block)
     finally:
         free_aligned(a.packed)
         free_aligned(a.staged)
