@@ -242,7 +242,8 @@ class AxisGeometry:
             # The taps that reach this phase's cells, and of those the ones through
             # which some cell reads a real output cell (a dilation far past the
             # input leaves one tap or none: the convolution stays as small as its terms).
-            taps = [k for k in range(self.kernel_size) if (first + self.pad_before - k * self.dilation) % self.stride == 0
+            taps = [k for k in range(self.kernel_size)
+                    if (first + self.pad_before - k * self.dilation) % self.stride == 0
                     and self._phase_reads(first, count, k)]
             if not taps:
                 phases.append(InputPhase(first, count, None, 1, 0, 0))

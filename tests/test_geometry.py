@@ -84,7 +84,7 @@ def test_input_phases_hold_exactly_the_terms_of_the_input_gradient(size, k, s, d
         assert p.crop == 0 or p.pad_before == 0
         assert (len(taps) - 1) * p.dilation <= size + axis.output_size and p.pad_before <= size + axis.output_size
         for i in range(p.count):
-            for j, tap in enumerate(taps):  # the forward convolution: cell i reads dy cell crop + i - pad + j * dilation
+            for j, tap in enumerate(taps):  # the forward convolution: cell i reads dy cell crop + i - pad + j * dil
                 o = p.crop + i - p.pad_before + j * p.dilation
                 if p.crop <= o < axis.output_size:
                     terms.append((p.first + i * s, tap, o))

@@ -121,7 +121,7 @@ NARROW_ROW = 16
 CACHED_FILTER_BYTES = 1 << 20
 
 
-def _on_forward_kernel(g: ConvGeometry) -> bool:
+def _on_forward_kernel(g: ConvGeometry, compute_bytes: int = 4) -> bool:
     """Whether the input gradient runs on the forward kernel (see ``Plan``): where
     a stride phase's filter holds more weights per output channel than the output
     gradient holds values (the forward kernel's own rule for channel blocks,
@@ -133,10 +133,11 @@ def _on_forward_kernel(g: ConvGeometry) -> bool:
     the output gradient's rows are narrow (up to NARROW_ROW pixels: the
     input-row kernel's tiles of 14 and 24 pixels run part empty).  Elsewhere the
     input-row kernel, tuned for this op, is as fast or faster (paired A/B over
-    the sweep's layers, BENCHMARKS.md)."""
+    the sweep's layers, BENCHMARKS.md).  ``compute_bytes``: 8 for float64, else 4
+    (half types are computed in float32)."""
     n, (out_h, out_w) = g.batch, g.output_hw
     kernel_h, kernel_w = g.kernel_hw
-    filter_bytes = kernel_h * kernel_w * (g.in_channels // g.groups) * g.out_channels * 4
+    filter_bytes = kernel_h * kernel_w * (g.in_channels // g.groups) * g.out_channels * compute_bytes
     return (out_w <= NARROW_ROW or filter_bytes > CACHED_FILTER_BYTES
             or max_phase_taps(g) * (g.in_channels // g.groups) > n * out_h * out_w)
 
@@ -158,13 +159,13 @@ class Plan(cpu.ConvPlan):
     Built once per distinct call signature (see ``convviz.ops._op``); ``run``
     then only allocates the result and calls the kernel.
 
-    Where the filter outweighs the output gradient or its rows are narrow (late
-    layers: few pixels, many channels; ``_on_forward_kernel``), float types at the default precision run on the forward pass's
-    kernel: the gradient of the input cells of one stride phase is a stride-1
-    convolution of the output gradient with that phase's taps of the filter,
-    last first, and input and output channels swapped
-    (``geometry.AxisGeometry.input_phases``).  That kernel's channel blocks keep
-    the filter in cache across rows, which the input-row kernel of
+    Where the filter outweighs the output gradient, is over 1 MiB, or dy's rows
+    are narrow (``_on_forward_kernel``), float types at the default precision
+    run on the forward pass's kernel: the gradient of the input cells of one
+    stride phase is a stride-1 convolution of the output gradient with that
+    phase's taps of the filter, last first, and input and output channels
+    swapped (``geometry.AxisGeometry.input_phases``).  That kernel's channel
+    blocks keep the filter in cache across rows, which the input-row kernel of
     ``_input_grad`` cannot (the 7x7 layers of 512 channels and more ran 4-10x
     slower on it).  Elsewhere, for ``precision="fast"`` (bfloat16 and float16
     dot products, where they apply) and for int32, the ``_input_grad`` kernels run.
@@ -178,7 +179,7 @@ class Plan(cpu.ConvPlan):
         self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
         self.phases: list[PhaseConvolution] | None = None
         self.zeros: list[tuple[slice, slice]] = []
-        if not (self.int32 or self.empty) and _on_forward_kernel(g):
+        if not (self.int32 or self.empty) and _on_forward_kernel(g, 8 if self.f64 else 4):
             self.phases, self.zeros = _phase_convolutions(g)
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
