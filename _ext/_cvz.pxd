@@ -83,7 +83,7 @@ cdef inline Py_ssize_t run_units(UnitFn fn, const void* args, int isa, int f64, 
     runs per thread), so that on a busy machine a thread the OS has set aside for
     a time slice holds up one run, not a fixed half of the call, while the other
     takes the rest (the depthwise input gradient at stride 2 beside two busy
-    processes: 3.1 -> 2.0x its quiet time).  Otherwise each thread takes one
+    processes: 2.6 -> 2.2x its quiet time, paired).  Otherwise each thread takes one
     contiguous share (the forward kernel's channel blocks, whose consecutive
     units reuse the block a thread has packed)."""
     # Each thread's part starts on a cache line of its own: the parts lie end to
@@ -112,10 +112,10 @@ cdef inline Py_ssize_t run_units(UnitFn fn, const void* args, int isa, int f64, 
                     memset(scratch + tid * scratch_bytes, 0, scratch_bytes)
                     if claimed:
                         for unit in prange(units, schedule="dynamic", chunksize=run):
-                            fn(args, isa, f64, unit, scratch + threadid() * scratch_bytes)
+                            fn(args, isa, f64, unit, scratch + tid * scratch_bytes)
                     else:
                         for unit in prange(units, schedule="static"):
-                            fn(args, isa, f64, unit, scratch + threadid() * scratch_bytes)
+                            fn(args, isa, f64, unit, scratch + tid * scratch_bytes)
     finally:
         free_aligned(scratch)
     return scratch_bytes * threads

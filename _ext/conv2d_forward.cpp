@@ -33,12 +33,11 @@ struct Conv2dForwardArgs : ConvDims {
     int block_major;
     int direct, exact_edges;
     void* packed;
-    // With channel-block units and a block-major filter, each unit packs its own
-    // block into its scratch (pack_in_units; packed_elems is then 0 and pack() a
-    // no-op): the packing runs on every thread, and the block is still in the
-    // core's cache when its tiles read it.  packed_first_block: the block that
-    // `packed` starts with (0 for the whole filter).
-    int pack_in_units;
+    // With channel-block units (by_block, whose filter is always block-major),
+    // each unit packs its own block into its scratch (packed_elems is then 0 and
+    // pack() a no-op): the packing runs on every thread, and the block is still
+    // in the core's cache when its tiles read it.  packed_first_block: the block
+    // that `packed` starts with (0 for the whole filter).
     idx block_pack_elems, packed_first_block;
     // Channel blocks (block_vecs vectors of a group's output channels; the last
     // may have fewer) per group, and whether units are blocks (a filter bigger
@@ -203,13 +202,13 @@ constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
 // Per-thread scratch, carved from one allocation: the unit's packed filter
-// block (pack_in_units), KH staged input rows
+// block (channel-block units), KH staged input rows
 // [row_pixels][Cin] (zero outside the real columns; none when the call stages
 // every row once), the output row [OW][G][cout_g_pad] when tiles cannot store
 // into y, which input row each slot holds, and the tap tables.
 template <class T>
 struct Conv2dForwardScratch {
-    T* block_pack;  // this unit's block of the packed filter (pack_in_units)
+    T* block_pack;  // this unit's block of the packed filter (channel-block units)
     T* rows;
     T* out_row;
     idx* slot_key;  // n * H + ih + 1 of the row in each slot (0: empty)
@@ -234,7 +233,7 @@ static inline Conv2dForwardScratch<T> conv2d_forward_scratch(const Conv2dForward
     Conv2dForwardScratch<T> s;
     const idx taps = a->KH * a->KW;
     s.block_pack = (T*)raw;
-    s.rows = s.block_pack + (a->pack_in_units ? round_up(a->block_pack_elems, 16) : 0);
+    s.rows = s.block_pack + (a->by_block ? round_up(a->block_pack_elems, 16) : 0);
     s.out_row = s.rows + round_up(conv2d_forward_slot_elems(a), 16);
     s.slot_key = (idx*)(s.out_row + round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16));
     s.slot_of = s.slot_key + a->KH;
@@ -281,7 +280,7 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     // those rows lie a whole filter width apart (2 KiB for 512 channels), each
     // in a new cache line and, past two, a new page for the prefetcher; block by
     // block they are consecutive.  Channel-block units always are, each packing
-    // its own block (pack_in_units): a whole-filter pack ran on the calling
+    // its own block: a whole-filter pack ran on the calling
     // thread alone before the units started (with its buffer's zeroing, a third
     // of a 7x7 input gradient of 160 x 960 channels).
     a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024 || a->by_block;
@@ -290,14 +289,13 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->in_place = a->by_block && a->x_type == (sizeof(T) == 4 ? F32 : F64) && a->x_s[3] == 1 &&
                   a->x_s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;
     a->staged_elems = a->by_block && !a->in_place ? a->N * a->H * a->row_pixels * a->Cin : 0;
-    a->pack_in_units = a->by_block && a->block_major;
     a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
     a->packed_first_block = 0;
-    a->packed_elems = a->pack_in_units ? 0
+    a->packed_elems = a->by_block ? 0
                       : a->block_major ? a->G * a->blocks_per_group * a->block_pack_elems
                                        : a->KH * a->KW * a->G * a->cin_g * a->cout_g_pad;
     const idx taps = a->KH * a->KW;
-    a->scratch_elems = (a->pack_in_units ? round_up(a->block_pack_elems, 16) : 0) +
+    a->scratch_elems = (a->by_block ? round_up(a->block_pack_elems, 16) : 0) +
                        round_up(conv2d_forward_slot_elems(a), 16) +
                        round_up(a->direct ? 0 : a->OW * a->G * a->cout_g_pad, 16) +
                        (idx)(((3 * a->KH + 2 * taps + 2) * sizeof(idx) + 4 * taps * sizeof(void*)) / sizeof(T)) + 16;
@@ -348,11 +346,11 @@ static bool conv2d_forward_pack_block(const Conv2dForwardArgs* a, idx g, idx c0,
 // tile reads contiguous output channels: [KH][KW][G][cin_g][cout_g_pad], or
 // block by block ([G][block][KH][KW][cin_g][block_vecs vectors], block_major).  Notes
 // whether any weight is NaN or infinite (then the border columns go exact).
-// Nothing to do when the units pack their own blocks (pack_in_units).
+// Nothing to do when the units pack their own blocks (channel-block units).
 template <class T>
 static void conv2d_forward_pack(Conv2dForwardArgs* a) {
     bool nonfinite = false;
-    if (a->pack_in_units) {
+    if (a->by_block) {
         a->exact_edges = 0;  // set per unit, from its own block
         return;
     }
@@ -661,15 +659,13 @@ static void conv2d_forward_channel_block(const Conv2dForwardArgs* call, idx unit
     // finds it in the scratch), the unit reads the packed filter from its
     // scratch, and takes the exact border path only when its own weights need it.
     Conv2dForwardArgs unit = *call;
-    if (call->pack_in_units) {
-        if (s.pack_key[0] != block + 1) {
-            s.pack_key[1] = conv2d_forward_pack_block<T>(call, g, c0, s.block_pack);
-            s.pack_key[0] = block + 1;
-        }
-        unit.packed = s.block_pack;
-        unit.packed_first_block = block;
-        unit.exact_edges = (int)s.pack_key[1];
+    if (s.pack_key[0] != block + 1) {
+        s.pack_key[1] = conv2d_forward_pack_block<T>(call, g, c0, s.block_pack);
+        s.pack_key[0] = block + 1;
     }
+    unit.packed = s.block_pack;
+    unit.packed_first_block = block;
+    unit.exact_edges = (int)s.pack_key[1];
     const Conv2dForwardArgs* a = &unit;
     const idx count = a->cout_g - c0 < a->block_vecs * S::V ? a->cout_g - c0 : a->block_vecs * S::V;
     if (conv2d_forward_split<T>(a)) {

@@ -333,15 +333,18 @@ static inline void store_as(void* base, int type, idx i, CT v) {
 }
 
 // ------------------------------------------------------------------ memory
+// The bytes an allocation of `bytes` takes: whole 64-byte lines, at least one.
+static inline std::size_t aligned_bytes(std::size_t bytes) {
+    return bytes == 0 ? 64 : (bytes + 63) & ~(std::size_t)63;
+}
+
 // 64-byte aligned, uninitialised; nullptr when out of memory.  Free with free_aligned.
 static inline void* alloc_aligned(std::size_t bytes) {
-    if (bytes == 0) bytes = 64;
-    bytes = (bytes + 63) & ~(std::size_t)63;
 #if defined(_MSC_VER)
-    return _aligned_malloc(bytes, 64);
+    return _aligned_malloc(aligned_bytes(bytes), 64);
 #else
     void* p = nullptr;
-    if (posix_memalign(&p, 64, bytes) != 0) return nullptr;
+    if (posix_memalign(&p, 64, aligned_bytes(bytes)) != 0) return nullptr;
     return p;
 #endif
 }
@@ -349,7 +352,7 @@ static inline void* alloc_aligned(std::size_t bytes) {
 // 64-byte aligned, zeroed; nullptr when out of memory.  Free with free_aligned.
 static inline void* alloc_zeroed(std::size_t bytes) {
     void* p = alloc_aligned(bytes);
-    if (p != nullptr) std::memset(p, 0, bytes == 0 ? 64 : (bytes + 63) & ~(std::size_t)63);
+    if (p != nullptr) std::memset(p, 0, aligned_bytes(bytes));
     return p;
 }
 

@@ -244,7 +244,7 @@ class AxisGeometry:
             # input leaves one tap or none: the convolution stays as small as its terms).
             taps = [k for k in range(self.kernel_size)
                     if (first + self.pad_before - k * self.dilation) % self.stride == 0
-                    and self._phase_reads(first, count, k)]
+                    and self.output_range(k)]  # every cell a tap reads lies in one phase
             if not taps:
                 phases.append(InputPhase(first, count, None, 1, 0, 0))
                 continue
@@ -260,12 +260,6 @@ class AxisGeometry:
             crop = max(0, -pad_before)
             phases.append(InputPhase(first, count, order, dilation, crop, max(0, pad_before)))
         return tuple(phases)
-
-    def _phase_reads(self, first: int, count: int, tap: int) -> bool:
-        """Whether one of the cells first, first + stride, ... (count of them) reads
-        an output cell through ``tap`` (which reaches that phase)."""
-        lowest = (first + self.pad_before - tap * self.dilation) // self.stride  # the output cell of cell `first`
-        return lowest + count - 1 >= 0 and lowest <= self.output_size - 1
 
 
 @dataclass(frozen=True)
