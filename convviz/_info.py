@@ -82,10 +82,18 @@ def cpu_model_and_flags() -> tuple[str, set[str]]:
 
 def _amx() -> str:
     """The CPU's AMX tiles, as Linux reports them, and whether convviz uses them."""
+    from ._backends import cpu
+
     tiles = sorted(flag[4:].upper() for flag in cpu_model_and_flags()[1] if flag.startswith("amx_") and flag != "amx_tile")
-    if not tiles:
-        return "no: the CPU (or Linux's report of it) has no AMX tiles"
-    return f"the CPU has AMX ({', '.join(tiles)}); convviz's kernels do not use it yet (bfloat16 runs on AVX-512)"
+    has = f"the CPU has AMX ({', '.join(tiles)})" if tiles else "the CPU (or Linux's report of it) has no AMX tiles"
+    if cpu.amx_in_use():
+        return (f"yes: {has}; convviz runs bfloat16 forward passes and input gradients on AMX-BF16 "
+                "(exact products, float32 sums; float16 and filter gradients on AVX-512)")
+    if not cpu.AMX_ALLOWED:
+        return f"no: {has}; switched off (CONVVIZ_AMX=0)"
+    if cpu.amx_usable():
+        return f"no: {has}; the {cpu.current_isa()} kernels run (AMX needs the AVX-512 ones)"
+    return f"no: {cpu.amx_unusable_reason()}" + (f" ({has})" if tiles else "")
 
 
 def _package_version(name: str) -> str | None:

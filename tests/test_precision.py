@@ -36,8 +36,10 @@ needs_f16 = pytest.mark.skipif(not cpu.f16_fma_in_use(), reason="the CPU has no 
 @pytest.fixture(autouse=True)
 def _dot_product_even_where_slower(monkeypatch):
     """Run the bfloat16 dot-product path wherever the CPU has the instruction, also
-    where convviz would not pick it (it measures it slower than the float32 FMA)."""
+    where convviz would not pick it (it measures it slower than the float32 FMA),
+    and not AMX tiles, which take bfloat16 over where they run (tests/test_amx.py)."""
     monkeypatch.setattr(cpu, "_bf16_dot_pays", True)
+    monkeypatch.setattr(cpu, "AMX_ALLOWED", False)
 
 
 # The documented bounds (BENCHMARKS.md, "precision='fast'"): within one rounding

@@ -24,6 +24,7 @@ from ..geometry import AxisGeometry, ConvGeometry
 
 # dtype -> the kernels' type code (see _ext/cvz_common.hpp).
 TYPE_CODES = {np.dtype(np.float16): 0, BFLOAT16: 1, np.dtype(np.float32): 2, np.dtype(np.float64): 3}
+BFLOAT16_CODE = TYPE_CODES[BFLOAT16]
 
 # Below this many flops a call runs on one thread: a parallel region costs more
 # than it saves.  The split never changes a result, only who computes it.
@@ -91,6 +92,36 @@ def f16_fma_in_use() -> bool:
 def fast_paths() -> int:
     """The fast-path bits the input-gradient kernel may take now (0: none)."""
     return (FAST_BF16_DOT if bf16_dot_in_use() else 0) | (FAST_F16_FMA if f16_fma_in_use() else 0)
+
+
+#: ``CONVVIZ_AMX=0`` keeps bfloat16 off the AMX tiles (paired timings; a CPU whose tiles misbehave).
+AMX_ALLOWED = os.environ.get("CONVVIZ_AMX", "1").strip() not in ("", "0")
+_amx_usable: bool | None = None
+
+
+def amx_usable() -> bool:
+    """Whether bfloat16 can run on AMX tiles here: the CPU has AMX-BF16, this
+    build holds the code, and Linux granted the process the tile state (asked
+    for on the first call)."""
+    global _amx_usable
+    if _amx_usable is None:
+        from ..ops import _forward
+
+        _amx_usable = bool(_forward.amx_usable())
+    return _amx_usable
+
+
+def amx_unusable_reason() -> str:
+    """Why bfloat16 does not run on AMX tiles here ("" where it can)."""
+    from ..ops import _forward
+
+    return str(_forward.amx_unusable_reason())
+
+
+def amx_in_use() -> bool:
+    """Whether bfloat16 forward passes and input gradients run on AMX tiles now
+    (usable here, not switched off by ``CONVVIZ_AMX=0``, AVX-512 kernels in use)."""
+    return AMX_ALLOWED and _ISA == "avx512" and amx_usable()
 
 
 def current_isa() -> str:

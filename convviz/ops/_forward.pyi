@@ -30,12 +30,23 @@ def forward(
     isa: int,
     f64: bool,
     min_parallel_work: float,
+    amx: bool = False,
 ) -> int:
     """Overwrite ``output`` [N, OH, OW, C_out] with conv2d(input, filter); return the scratch bytes used.
 
     Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``isa``: an index
-    of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64.
+    of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64;
+    ``amx``: bfloat16 on AMX tiles where the call suits them.
     """
+
+def amx_usable() -> bool:
+    """Whether bfloat16 can run on AMX tiles here (CPU, build, Linux's grant of the tile state)."""
+
+def amx_unusable_reason() -> str:
+    """Why bfloat16 does not run on AMX tiles here ("" when it can)."""
+
+def last_ran_on_amx() -> bool:
+    """Whether the calling process's most recent ``forward`` ran on AMX tiles."""
 
 def forward_int32(
     input: npt.NDArray[np.uint32],

@@ -1,5 +1,5 @@
 # distutils: language = c++
-# C++ (in _ext/): conv2d_forward.cpp
+# C++ (in _ext/): conv2d_forward.cpp conv2d_amx.cpp cvz_isa.cpp
 """Kernels for the conv2d forward pass.
 
 Trust their arguments: ``convviz.ops.forward`` validates everything and builds
@@ -24,7 +24,7 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+from _cvz cimport (ConvDims, alloc_aligned, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
                    run_units, scratch_alloc, threads_for)
 
 cnp.import_array()
@@ -63,6 +63,52 @@ cdef extern from * namespace "cvz" nogil:
     idx conv2d_forward_row_chunks(const Conv2dForwardArgs* a, int threads)
     void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch)
 
+# bfloat16 on AMX tiles (_ext/conv2d_amx.cpp).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_amx.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
+    cdef cppclass Conv2dAmxArgs(ConvDims):
+        const void* x
+        idx x_s[4]
+        const void* w
+        idx w_s[4]
+        void* y
+        int y_type
+        idx y_s[4]
+        idx staged_elems, packed_elems, stage_units, blocks_per_group, row_runs, scratch_bytes
+        void* staged
+        void* packed
+        unsigned char* least_exponent
+
+    bint amx_bf16_usable()
+    const char* amx_bf16_unusable_reason()
+    int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads)
+    void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch)
+    int conv2d_amx_exact(const Conv2dAmxArgs* a)
+    void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch)
+
+
+def amx_usable():
+    """Whether bfloat16 can run on AMX tiles here: the CPU has AMX-TILE and
+    AMX-BF16, this build holds the code, and Linux granted the tile state."""
+    return bool(amx_bf16_usable())
+
+
+cdef bint _ran_on_amx = False
+
+
+def last_ran_on_amx():
+    """Whether the calling process's most recent ``forward`` ran on AMX tiles."""
+    return bool(_ran_on_amx)
+
+
+def amx_unusable_reason():
+    """Why bfloat16 does not run on AMX tiles here ("" when it can)."""
+    return amx_bf16_unusable_reason().decode()
+
 
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
@@ -72,14 +118,26 @@ def last_scratch_bytes():
 def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output, int y_type,
             Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
             Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-            int n_threads, int isa, bint f64, double min_parallel_work):
+            int n_threads, int isa, bint f64, double min_parallel_work, bint amx=False):
     """Overwrite ``output`` [N, OH, OW, C_out] with conv2d(input, filter); return the scratch bytes used.
 
     ``input`` is [N, H, W, C_in] and ``filter`` HWIO [KH, KW, C_in / groups,
     C_out], any strides (in elements).  The ``*_type`` codes are 0 float16,
     1 bfloat16, 2 float32, 3 float64; ``f64`` selects float64 arithmetic
-    (otherwise float32).  ``isa`` picks the SIMD variant.
+    (otherwise float32).  ``isa`` picks the SIMD variant.  ``amx``: bfloat16
+    input and filter run on AMX tiles where the call suits them (the caller
+    checked ``amx_usable()``); elsewhere, the SIMD kernel.
     """
+    global _ran_on_amx
+    cdef Py_ssize_t used
+    _ran_on_amx = False
+    if amx and x_type == 1 and w_type == 1 and not f64:
+        used = _forward_amx(input, filter, output, y_type, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
+                            groups, n_threads, min_parallel_work)
+        if used >= 0:
+            _ran_on_amx = True
+            record_scratch(used)
+            return used
     cdef Conv2dForwardArgs a
     conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
@@ -111,7 +169,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
         units = a.G * a.blocks_per_group * a.row_chunks
     cdef size_t packed_bytes = <size_t>a.packed_elems * elem
     cdef size_t staged_bytes = <size_t>a.staged_elems * elem
-    cdef Py_ssize_t used = packed_bytes + staged_bytes
+    used = packed_bytes + staged_bytes
     try:
         a.packed = scratch_alloc(packed_bytes)
         with nogil:
@@ -126,6 +184,60 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
         free_aligned(a.packed)
         free_aligned(a.staged)
     record_scratch(used)
+    return used
+
+
+cdef inline void* aligned_alloc_or_raise(size_t bytes) except NULL:
+    cdef void* p = alloc_aligned(bytes if bytes else 1)
+    if p == NULL:
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    return p
+
+
+cdef Py_ssize_t _forward_amx(cnp.ndarray input, cnp.ndarray filter, cnp.ndarray output, int y_type,
+                             idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top, idx pad_left,
+                             idx groups, int n_threads, double min_parallel_work) except -2:
+    """The bfloat16 call on AMX tiles; the scratch bytes used, or -1 (nothing
+    written) where the shape does not suit the tiles, a weight is non-finite or
+    subnormal, or an input value is too small for AMX's float32 sums to stay
+    exact (see _ext/conv2d_amx.cpp)."""
+    cdef Conv2dAmxArgs a
+    conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
+    a.x = cnp.PyArray_DATA(input)
+    element_strides(input, a.x_s)
+    a.w = cnp.PyArray_DATA(filter)
+    element_strides(filter, a.w_s)
+    a.y = cnp.PyArray_DATA(output)
+    a.y_type = y_type
+    element_strides(output, a.y_s)
+    a.staged = NULL
+    a.packed = NULL
+    a.least_exponent = NULL
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.N * a.OH)
+    if not conv2d_amx_prepare(&a, threads):
+        return -1
+    cdef idx units = a.G * a.blocks_per_group * a.row_runs
+    if threads > units:
+        threads = <int>units
+    cdef size_t staged_bytes = <size_t>a.staged_elems * 2
+    cdef size_t packed_bytes = <size_t>a.packed_elems * 2
+    cdef Py_ssize_t used = staged_bytes + packed_bytes + a.stage_units
+    try:
+        # (Staging and packing write every element: no zeroing first.)
+        a.packed = aligned_alloc_or_raise(packed_bytes)
+        a.staged = aligned_alloc_or_raise(staged_bytes)
+        a.least_exponent = <unsigned char*>scratch_alloc(a.stage_units)
+        # One parallel region stages the input rows and packs the filter.
+        run_units(conv2d_amx_stage, &a, 0, 0, a.stage_units, threads, 0)
+        if not conv2d_amx_exact(&a):
+            return -1
+        used += run_units(conv2d_amx_block, &a, 0, 0, units, threads, a.scratch_bytes)
+    finally:
+        free_aligned(a.packed)
+        free_aligned(a.staged)
+        free_aligned(a.least_exponent)
     return used
 
 

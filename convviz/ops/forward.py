@@ -102,7 +102,8 @@ class Plan(cpu.ConvPlan):
         _kernel(
             xv.transpose(0, 2, 3, 1) if nchw else xv, code, kernel_view(filt), code,
             result.transpose(0, 2, 3, 1) if nchw else result, code,
-            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK,
+            code == cpu.BFLOAT16_CODE and cpu.amx_in_use())
         return result
 
 

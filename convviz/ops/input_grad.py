@@ -171,15 +171,18 @@ class Plan(cpu.ConvPlan):
     dot products, where they apply) and for int32, the ``_input_grad`` kernels run.
     """
 
-    __slots__ = ("fast", "phases", "zeros")
+    __slots__ = ("fast", "phases", "zeros", "on_forward", "bfloat16")
 
     def __init__(self, call: Call, fast: bool = False) -> None:
         g = call.geometry
         super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
         self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
+        self.bfloat16 = self.code == cpu.BFLOAT16_CODE
+        self.on_forward = not (self.int32 or self.empty) and _on_forward_kernel(g, 8 if self.f64 else 4)
         self.phases: list[PhaseConvolution] | None = None
         self.zeros: list[tuple[slice, slice]] = []
-        if not (self.int32 or self.empty) and _on_forward_kernel(g, 8 if self.f64 else 4):
+        # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call).
+        if self.on_forward or (self.bfloat16 and not self.empty):
             self.phases, self.zeros = _phase_convolutions(g)
 
     def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
@@ -201,12 +204,15 @@ class Plan(cpu.ConvPlan):
         dy = dy.transpose(0, 2, 3, 1) if nchw else dy
         dx = result.transpose(0, 2, 3, 1) if nchw else result
         code = self.code
-        fast = cpu.fast_paths() if self.fast else 0
+        # AMX tiles multiply bfloat16 exactly and sum in float32 (the default
+        # precision's contract) faster than the dot product of precision="fast".
+        amx = self.bfloat16 and cpu.amx_in_use()
+        fast = cpu.fast_paths() if self.fast and not amx else 0
         # The bfloat16 / float16 dot-product kernels where they apply (else -1: nothing written).
         if fast and _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE,
                             self.f64, cpu.MIN_PARALLEL_WORK, fast) >= 0:
             return result
-        if self.phases is None:  # the input-row kernel
+        if not (self.on_forward or amx):  # the input-row kernel
             _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE, self.f64,
                     cpu.MIN_PARALLEL_WORK, 0)
             return result
@@ -216,7 +222,7 @@ class Plan(cpu.ConvPlan):
         scratch = 0
         for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases:
             scratch += _forward_kernel(dy[:, dy_rows, dy_cols], code, w[taps_h, taps_w], code, dx[:, rows, cols],
-                                       code, *window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
+                                       code, *window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK, amx)
         _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
         return result
 

@@ -1,0 +1,464 @@
+// The conv2d forward pass for bfloat16 on AMX tiles (Intel Sapphire Rapids and
+// later: AMX-TILE + AMX-BF16), the default precision's contract kept: every
+// product of two bfloat16 numbers is exact in float32, the tiles sum them in
+// float32, and the result is rounded once.  The input gradient runs on it too
+// (its stride phases are forward convolutions, convviz/ops/input_grad.py).
+//
+// An implicit GEMM per channel block: C[pixels][channels] (float32 tiles) +=
+// A[pixels][input channels] (a staged input row, read straight through the
+// tile load's row stride: pixel ow of tap (kh, kw) lies at (ow * sw + kw * dw)
+// pixels of row ih) x B[input channels][channels] (the filter, packed in
+// AMX's pair-interleaved layout).  A unit is one block of 32 output channels
+// of a group over a run of output rows, so the block's filter stays in the
+// core's cache while the rows pass; each output element is summed by one
+// unit in one fixed order (taps, then 32-channel chunks of the reduction,
+// then the instruction's own order), so results do not depend on the threads.
+//
+// AMX treats subnormal inputs as zero and flushes subnormal results.  The
+// filter's pack records the smallest exponent among its nonzero weights and
+// staging checks every input value against the bound that keeps every product
+// and partial sum a multiple of 2^-126 (zero or normal: see AMX_EXACT_EXPONENTS);
+// a call outside it, or with a non-finite weight (whose products with the
+// padding's zeros the exact border path of conv2d_forward.cpp must skip),
+// returns to the AVX-512 kernel.
+#ifndef CVZ_CONV2D_AMX_INTERFACE
+#define CVZ_CONV2D_AMX_INTERFACE
+
+#include "cvz_common.hpp"
+
+namespace cvz {
+
+struct Conv2dAmxArgs : ConvDims {
+    const void* x; idx x_s[4];  // bfloat16, logical NHWC element strides
+    const void* w; idx w_s[4];  // bfloat16, HWIO [KH, KW, cin_g, Cout]
+    void* y; int y_type; idx y_s[4];
+    // Filled in by conv2d_amx_prepare: the reduction chunks of 32 channels per
+    // tap (cin_g rounded up), tiles of 16 output channels per group, a staged
+    // pixel's elements (G * k_chunks * 32), a staged row's pixels (what the
+    // last 16-pixel tile reads, past the row's end included), the elements of
+    // `staged` ([N * H][row_pixels][pixel_pitch]) and
+    // `packed` ([G][n_tiles][KH * KW][k_chunks] tiles of 16 pairs x 16
+    // channels), the units of conv2d_amx_stage (rows,
+    // then pack units), blocks of 32 channels per group, runs of output rows
+    // per block, the per-thread scratch bytes.
+    idx k_chunks, n_tiles, pixel_pitch, row_pixels, staged_elems, packed_elems, stage_units;
+    idx blocks_per_group, row_runs, scratch_bytes;
+    void* staged;
+    void* packed;
+    unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
+};
+
+// Whether this CPU has AMX-TILE and AMX-BF16, the build holds the code, and
+// Linux granted the process the tile state (requested once, on first call).
+bool amx_bf16_usable();
+// Why not, or "" when usable.
+const char* amx_bf16_unusable_reason();
+// Sizes for the call; 0 when the shape does not suit the tiles (the caller
+// runs the AVX-512 kernel).  `threads` only sets the row runs.
+int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads);
+// Stage input row `unit` (= n * H + ih) for units below N * H, pack the
+// filter's (group, 16 channels, tap) unit - N * H above (a UnitFn of _cvz.pxd;
+// no scratch): each records the least exponent it saw in least_exponent[unit].
+void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch);
+// Whether the staged input and packed filter keep AMX's sums exact (see
+// AMX_EXACT_EXPONENTS): no non-finite or subnormal weight, no subnormal input.
+int conv2d_amx_exact(const Conv2dAmxArgs* a);
+void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch);
+
+}  // namespace cvz
+
+#endif  // CVZ_CONV2D_AMX_INTERFACE
+
+#if !defined(CVZ_INTERFACE_ONLY)
+
+// GCC 11 and clang 12 know the AMX intrinsics; Linux is where the tile state
+// is requested (arch_prctl).
+#if CVZ_X86 && defined(__linux__) && defined(__x86_64__) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define CVZ_AMX_COMPILED 1
+#else
+#define CVZ_AMX_COMPILED 0
+#endif
+
+#if CVZ_AMX_COMPILED
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cvz_isa.hpp"
+
+#if defined(__clang__)
+#define CVZ_AMX_PUSH                                                                                            \
+    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,amx-tile,amx-bf16\"))), apply_to = function)")
+#define CVZ_AMX_POP _Pragma("clang attribute pop")
+#else
+#define CVZ_AMX_PUSH \
+    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,amx-tile,amx-bf16\")")
+#define CVZ_AMX_POP _Pragma("GCC pop_options")
+#endif
+
+// The layout moves (scatter_rows) of the AVX-512 variant, for the results.
+CVZ_AMX_PUSH
+namespace cvz {
+namespace amx {
+constexpr Isa THIS_ISA = ISA_AVX512;
+#include "cvz_simd_avx512.hpp"
+#include "cvz_layout.hpp"
+}  // namespace amx
+}  // namespace cvz
+CVZ_AMX_POP
+#endif  // CVZ_AMX_COMPILED
+
+namespace cvz {
+
+#if CVZ_AMX_COMPILED
+namespace {
+
+// Linux (5.16 and later) hands out the tile data state only on request.
+constexpr int ARCH_REQ_XCOMP_PERM = 0x1023;
+constexpr int XFEATURE_XTILEDATA = 18;
+
+const char* amx_detect() {
+    if (isa_best() != ISA_AVX512) return "the CPU (or the OS) runs no AVX-512";
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if ((unsigned)__get_cpuid_max(0, nullptr) < 7) return "the CPU has no AMX";
+    __cpuid_count(7, 0, a, b, c, d);
+    // Leaf 7 EDX: AMX-BF16 22, AMX-TILE 24.
+    if (!((d >> 22) & 1u) || !((d >> 24) & 1u)) return "the CPU has no AMX-BF16 tiles";
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return "Linux did not grant the AMX tile state (a kernel before 5.16?)";
+    return "";
+}
+
+const char* amx_reason() {
+    static const char* reason = amx_detect();
+    return reason;
+}
+
+}  // namespace
+#endif
+
+bool amx_bf16_usable() {
+#if CVZ_AMX_COMPILED
+    return amx_reason()[0] == '\0';
+#else
+    return false;
+#endif
+}
+
+const char* amx_bf16_unusable_reason() {
+#if CVZ_AMX_COMPILED
+    return amx_reason();
+#else
+    return "this build has no AMX code (it needs GCC 11 or clang 12 on x86-64 Linux)";
+#endif
+}
+
+// Output pixels and channels of a tile; reduction channels of a chunk.
+constexpr idx AMX_TILE_M = 16, AMX_TILE_N = 16, AMX_CHUNK = 32;
+// A bfloat16 tile of B: 16 rows of 16 channels x 2 (a pair of reduction channels).
+constexpr idx AMX_B_TILE = AMX_TILE_N * AMX_CHUNK;
+
+int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
+    // Chunks of 32 reduction channels are zero past cin_g: below 16 channels
+    // per group most of each tile would multiply zeros (the AVX-512 kernel
+    // merges a 3-channel stem's taps instead).
+    if (a->cin_g < 16 || a->cout_g < 16 || a->OW <= 0 || a->OH <= 0) return 0;
+    if (!amx_bf16_usable()) return 0;  // (its first call asks Linux for the tile state)
+    a->k_chunks = (a->cin_g + AMX_CHUNK - 1) / AMX_CHUNK;
+    a->n_tiles = (a->cout_g + AMX_TILE_N - 1) / AMX_TILE_N;
+    a->pixel_pitch = a->G * a->k_chunks * AMX_CHUNK;
+    // The last tile of a row reads 16 pixels from its first: up to column
+    // round_up(OW, 16) - 1 (its extra rows are never stored).
+    a->row_pixels = (round_up(a->OW, AMX_TILE_M) - 1) * a->sw + (a->KW - 1) * a->dw + 1;
+    a->staged_elems = a->N * a->H * a->row_pixels * a->pixel_pitch;
+    a->packed_elems = a->G * a->n_tiles * a->KH * a->KW * a->k_chunks * AMX_B_TILE;
+    a->stage_units = a->N * a->H + a->G * a->KH * a->KW * a->n_tiles;
+    a->blocks_per_group = (a->n_tiles + 1) / 2;
+    // Runs of rows per block: enough units for every thread to claim about
+    // eight runs (so a descheduled thread holds up little), each as long as
+    // that allows (a block's filter is read once per run).
+    const idx rows = a->N * a->OH, blocks = a->G * a->blocks_per_group;
+    idx runs = (8 * (idx)threads + blocks - 1) / blocks;
+    a->row_runs = threads <= 1 ? 1 : runs < rows ? runs : rows;
+    // Per thread: the tile configuration, the float32 results of 32 x 32, the
+    // taps' A and B addresses.
+    a->scratch_bytes = 64 + AMX_TILE_M * 2 * AMX_TILE_N * 2 * 4 + 2 * a->KH * a->KW * (idx)sizeof(void*);
+    return 1;
+}
+
+// A normal bfloat16 value is an integer of 8 bits times 2^(e - 134) (e its
+// biased exponent), so a product is a multiple of 2^(ex + ew - 268) and so is
+// every float32 partial sum of such products (rounding keeps multiples of a
+// power of two): with ex + ew >= 142 every partial sum is zero or at least
+// 2^-126 -- normal, where AMX's flushing changes nothing.
+constexpr int AMX_EXACT_EXPONENTS = 142;
+
+int conv2d_amx_exact(const Conv2dAmxArgs* a) {
+    int x_least = 255, w_least = 255;
+    const idx rows = a->N * a->H;
+    for (idx u = 0; u < a->stage_units; ++u) {
+        int& least = u < rows ? x_least : w_least;
+        if (a->least_exponent[u] < least) least = a->least_exponent[u];
+    }
+    return x_least >= 1 && w_least >= 1 && (x_least == 255 || w_least == 255 || x_least + w_least >= AMX_EXACT_EXPONENTS);
+}
+
+#if CVZ_AMX_COMPILED
+CVZ_AMX_PUSH
+
+// The smallest exponent field (bits 7-14) among nonzero bfloat16 values, and
+// whether any is infinite or NaN, over the values a pack or stage unit moves.
+struct ExponentScan {
+    __m512i least;
+    __mmask32 non_finite;
+
+    ExponentScan() : least(_mm512_set1_epi16(0x7f80)), non_finite(0) {}
+
+    // (Zero-masked intrinsics where GCC 12 warns of the unmasked ones' undefined
+    // pass-through, PR 105593: see cvz_simd_avx512.hpp.)
+    void add(__m512i v, __mmask32 valid) {
+        const __m512i e = _mm512_and_si512(v, _mm512_set1_epi16(0x7f80));
+        const __mmask32 nonzero = _mm512_mask_test_epi16_mask(valid, v, _mm512_set1_epi16(0x7fff));
+        least = _mm512_mask_min_epu16(least, nonzero, least, e);
+        non_finite |= _mm512_mask_cmpeq_epi16_mask(valid, e, _mm512_set1_epi16(0x7f80));
+    }
+    void add(std::uint16_t v) { add(_mm512_set1_epi16((short)v), 1); }
+    // The least biased exponent (255: none), 0 where a value was non-finite and
+    // `finite_only` (the filter's rule).
+    unsigned char result(bool finite_only) const {
+        if (finite_only && non_finite) return 0;
+        std::uint16_t lanes[32];
+        _mm512_storeu_si512(lanes, least);
+        unsigned e = 0x7f80;
+        for (int i = 0; i < 32; ++i) e = lanes[i] < e ? lanes[i] : e;
+        return (unsigned char)(e >> 7);
+    }
+};
+
+// Lanes [0, n) of 32 (n clipped to 0..32).
+static inline __mmask32 first_lanes(idx n) {
+    return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1u);
+}
+
+// Pack unit u: the B tiles of (group, tap, tile of 16 channels), every chunk:
+// tile row r holds reduction channels 2r and 2r + 1 of each output channel,
+// side by side; every element is written (zero past the channels), so the
+// buffer needs no zeroing first.  Consecutive units read the two halves of
+// the same cache lines (a forward filter's 32 channels).
+static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
+    const idx taps = a->KH * a->KW;
+    const idx tile_n = u % a->n_tiles, tap = (u / a->n_tiles) % taps, g = u / (taps * a->n_tiles);
+    const idx kh = tap / a->KW, kw = tap % a->KW;
+    const std::uint16_t* w = (const std::uint16_t*)a->w + kh * a->w_s[0] + kw * a->w_s[1] +
+                             (g * a->cout_g + tile_n * AMX_TILE_N) * a->w_s[3];
+    std::uint16_t* dst = (std::uint16_t*)a->packed + ((g * a->n_tiles + tile_n) * taps + tap) * a->k_chunks * AMX_B_TILE;
+    const idx channels = a->cout_g - tile_n * AMX_TILE_N < AMX_TILE_N ? a->cout_g - tile_n * AMX_TILE_N : AMX_TILE_N;
+    const idx s_ci = a->w_s[2], s_c = a->w_s[3];
+    ExponentScan scan;
+    if (s_c == 1) {  // HWIO as given (the forward pass): channel runs, interleaved in pairs
+        const __mmask32 lanes = first_lanes(channels);
+        const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                                    23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        for (idx ci = 0; ci < a->cin_g; ci += 2) {
+            // Row ci in lanes 0-15, row ci + 1 in lanes 16-31 (a masked load
+            // touches only its lanes' memory).
+            const __mmask32 second = ci + 1 < a->cin_g ? (__mmask32)lanes << 16 : 0;
+            const __m512i both = _mm512_or_si512(_mm512_maskz_loadu_epi16(lanes, w + ci * s_ci),
+                                                 _mm512_maskz_loadu_epi16(second, w + (ci + 1) * s_ci - 16));
+            scan.add(both, (__mmask32)lanes | second);
+            _mm512_storeu_si512(dst + (ci / AMX_CHUNK) * AMX_B_TILE + ((ci % AMX_CHUNK) / 2) * (2 * AMX_TILE_N),
+                                _mm512_permutexvar_epi16(interleave, both));
+        }
+        const idx rows_written = (a->cin_g + 1) / 2;  // pair rows; the last chunk's others are zero
+        std::memset(dst + rows_written * 2 * AMX_TILE_N, 0,
+                    (std::size_t)(a->k_chunks * AMX_CHUNK / 2 - rows_written) * 2 * AMX_TILE_N * 2);
+    } else if (s_ci == 1 && (s_c % 2) == 0 && ((std::uintptr_t)w % 4) == 0) {
+        // Channels swapped (the input gradient's filter): each output channel's
+        // run of 32 reduction channels is a column of 16 pairs; 16 columns
+        // transpose into the tile's rows.
+        float block[AMX_TILE_N * AMX_TILE_N];
+        for (idx kc = 0; kc < a->k_chunks; ++kc) {
+            const __mmask32 lanes = first_lanes(a->cin_g - kc * AMX_CHUNK);
+            for (idx c = 0; c < AMX_TILE_N; ++c) {
+                const __m512i col = c < channels ? _mm512_maskz_loadu_epi16(lanes, w + c * s_c + kc * AMX_CHUNK)
+                                                 : _mm512_setzero_si512();
+                if (c < channels) scan.add(col, lanes);
+                _mm512_storeu_si512(block + c * AMX_TILE_N, col);
+            }
+            amx::Simd<float>::transpose(block, AMX_TILE_N, (float*)(dst + kc * AMX_B_TILE), AMX_TILE_N);
+        }
+    } else {
+        std::memset(dst, 0, (std::size_t)a->k_chunks * AMX_B_TILE * 2);
+        for (idx ci = 0; ci < a->cin_g; ++ci) {
+            // Reduction channel ci: chunk ci / 32, pair row (ci % 32) / 2, slot ci % 2.
+            std::uint16_t* d = dst + (ci / AMX_CHUNK) * AMX_B_TILE + ((ci % AMX_CHUNK) / 2) * (2 * AMX_TILE_N) + ci % 2;
+            for (idx c = 0; c < channels; ++c) {
+                const std::uint16_t v = w[ci * s_ci + c * s_c];
+                d[2 * c] = v;
+                scan.add(v);
+            }
+        }
+    }
+    a->least_exponent[a->N * a->H + u] = scan.result(true);
+}
+
+// Input row (n, ih) into its staged row: pixel j holds input column j - pl.
+// Every element is written (zero in the padding, past each group's channels
+// and past the row), so the buffer needs no zeroing first.
+static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
+    const idx n = row / a->H, ih = row % a->H;
+    const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+    std::uint16_t* dst = (std::uint16_t*)a->staged + row * a->row_pixels * a->pixel_pitch;
+    const idx chunk_elems = a->k_chunks * AMX_CHUNK, pitch = a->pixel_pitch;
+    idx first = a->pl > 0 ? a->pl : 0, last = a->pl + a->W;
+    if (first > a->row_pixels) first = a->row_pixels;
+    if (last > a->row_pixels) last = a->row_pixels;
+    if (last < first) last = first;
+    std::memset(dst, 0, (std::size_t)(first * pitch) * 2);
+    std::memset(dst + last * pitch, 0, (std::size_t)((a->row_pixels - last) * pitch) * 2);
+    ExponentScan scan;
+    for (idx j = first; j < last; ++j) {
+        const std::uint16_t* px = x + (j - a->pl) * a->x_s[2];
+        std::uint16_t* d = dst + j * pitch;
+        for (idx g = 0; g < a->G; ++g) {
+            const std::uint16_t* src = px + g * a->cin_g * a->x_s[3];
+            std::uint16_t* out = d + g * chunk_elems;
+            if (a->x_s[3] == 1) {
+                for (idx c = 0; c < chunk_elems; c += 32) {  // whole chunks: zero past cin_g
+                    const __mmask32 lanes = first_lanes(a->cin_g - c);
+                    const __m512i v = _mm512_maskz_loadu_epi16(lanes, src + c);
+                    _mm512_storeu_si512(out + c, v);
+                    scan.add(v, lanes);
+                }
+            } else {
+                for (idx c = 0; c < a->cin_g; ++c) {
+                    const std::uint16_t v = src[c * a->x_s[3]];
+                    out[c] = v;
+                    scan.add(v);
+                }
+                std::memset(out + a->cin_g, 0, (std::size_t)(chunk_elems - a->cin_g) * 2);
+            }
+        }
+    }
+    a->least_exponent[row] = scan.result(false);
+}
+
+void conv2d_amx_stage(const void* args, int, int, idx unit, void*) {
+    const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
+    if (unit < a->N * a->H)
+        conv2d_amx_stage_row(a, unit);
+    else
+        conv2d_amx_pack_unit(a, unit - a->N * a->H);
+}
+
+namespace {
+
+struct alignas(64) TileConfig {
+    std::uint8_t palette, start_row, reserved[14];
+    std::uint16_t colsb[16];
+    std::uint8_t rows[16];
+};
+
+// C tiles 0-3 (pixels 0-15 / 16-31 x channels 0-15 / 16-31), A tiles 4-5, B
+// tiles 6-7.  MT x NT tiles of 16 x 16; taps' A at tap_a[t] (pixel stride
+// a_stride bytes), B at tap_b[t] (the next 16 channels b_next elements on).
+template <int MT, int NT>
+void amx_tiles(const std::uint16_t* const* tap_a, const std::uint16_t* const* tap_b, idx n_taps, idx k_chunks,
+               idx a_stride, idx a_second, idx b_next, float* c) {
+    _tile_zero(0);
+    if (NT == 2) _tile_zero(1);
+    if (MT == 2) _tile_zero(2);
+    if (MT == 2 && NT == 2) _tile_zero(3);
+    for (idx t = 0; t < n_taps; ++t) {
+        const std::uint16_t* ap = tap_a[t];
+        const std::uint16_t* bp = tap_b[t];
+        for (idx kc = 0; kc < k_chunks; ++kc) {
+            _tile_loadd(4, ap + kc * AMX_CHUNK, a_stride);
+            _tile_loadd(6, bp + kc * AMX_B_TILE, AMX_TILE_N * 4);
+            if (NT == 2) _tile_loadd(7, bp + b_next + kc * AMX_B_TILE, AMX_TILE_N * 4);
+            _tile_dpbf16ps(0, 4, 6);
+            if (NT == 2) _tile_dpbf16ps(1, 4, 7);
+            if (MT == 2) {
+                _tile_loadd(5, ap + a_second + kc * AMX_CHUNK, a_stride);
+                _tile_dpbf16ps(2, 5, 6);
+                if (NT == 2) _tile_dpbf16ps(3, 5, 7);
+            }
+        }
+    }
+    constexpr idx pitch = 2 * AMX_TILE_N * 4;  // bytes of a 32-channel result row
+    _tile_stored(0, c, pitch);
+    if (NT == 2) _tile_stored(1, c + AMX_TILE_N, pitch);
+    if (MT == 2) _tile_stored(2, c + AMX_TILE_M * 2 * AMX_TILE_N, pitch);
+    if (MT == 2 && NT == 2) _tile_stored(3, c + AMX_TILE_M * 2 * AMX_TILE_N + AMX_TILE_N, pitch);
+}
+
+}  // namespace
+
+void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
+    const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
+    TileConfig* cfg = (TileConfig*)raw;
+    float* c = (float*)((char*)raw + 64);
+    const std::uint16_t** tap_a = (const std::uint16_t**)(c + AMX_TILE_M * 2 * AMX_TILE_N * 2);
+    const std::uint16_t** tap_b = tap_a + a->KH * a->KW;
+    std::memset(cfg, 0, sizeof(TileConfig));
+    cfg->palette = 1;
+    for (int t = 0; t < 8; ++t) {
+        cfg->rows[t] = 16;
+        cfg->colsb[t] = 64;
+    }
+    _tile_loadconfig(cfg);
+
+    const idx block = unit / a->row_runs, run = unit % a->row_runs;
+    const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;
+    const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
+    const idx c0 = tile_n * AMX_TILE_N;
+    const idx channels = a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
+    const idx taps = a->KH * a->KW, rows = a->N * a->OH;
+    const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
+    const std::uint16_t* staged = (const std::uint16_t*)a->staged;
+    const std::uint16_t* packed = (const std::uint16_t*)a->packed;
+    const idx b_next = taps * a->k_chunks * AMX_B_TILE;
+    const idx pitch = a->pixel_pitch;
+    const idx a_stride = a->sw * pitch * 2;
+    const idx a_second = AMX_TILE_M * a->sw * pitch;
+    for (idx row = row_begin; row < row_end; ++row) {
+        const idx n = row / a->OH, oh = row % a->OH;
+        idx n_taps = 0;
+        for (idx kh = 0; kh < a->KH; ++kh) {
+            const idx ih = oh * a->sh - a->pt + kh * a->dh;
+            if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
+            const std::uint16_t* in_row = staged + (n * a->H + ih) * a->row_pixels * pitch + g * a->k_chunks * AMX_CHUNK;
+            for (idx kw = 0; kw < a->KW; ++kw) {
+                tap_a[n_taps] = in_row + kw * a->dw * pitch;
+                tap_b[n_taps] = packed + ((g * a->n_tiles + tile_n) * taps + kh * a->KW + kw) * a->k_chunks * AMX_B_TILE;
+                ++n_taps;
+            }
+        }
+        for (idx ow0 = 0; ow0 < a->OW; ow0 += 2 * AMX_TILE_M) {
+            const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
+            const idx shift = ow0 * a->sw * pitch;
+            for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
+            const bool two_m = pixels > AMX_TILE_M;
+            if (two_m && nt == 2) amx_tiles<2, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+            else if (two_m) amx_tiles<2, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+            else if (nt == 2) amx_tiles<1, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+            else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+            for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
+            amx::scatter_rows<float>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] +
+                                     (g * a->cout_g + c0) * a->y_s[3],
+                                     pixels, a->y_s[2], channels, a->y_s[3], c, 2 * AMX_TILE_N);
+        }
+    }
+    _tile_release();
+}
+
+CVZ_AMX_POP
+#else   // no AMX code in this build: never called (amx_bf16_usable() is false)
+void conv2d_amx_stage(const void*, int, int, idx, void*) {}
+void conv2d_amx_block(const void*, int, int, idx, void*) {}
+#endif  // CVZ_AMX_COMPILED
+
+}  // namespace cvz
+
+#endif  // !CVZ_INTERFACE_ONLY
