@@ -43,6 +43,16 @@ struct Conv2dAmxArgs : ConvDims {
     // per block, the per-thread scratch bytes.
     idx k_chunks, n_tiles, pixel_pitch, row_pixels, staged_elems, packed_elems, stage_units;
     idx blocks_per_group, row_runs, scratch_bytes;
+    // Stride 1 where it wastes less: the output pixels of an image in one run,
+    // m = oh * row_pixels + ow (ow >= OW: computed, never stored), so a tile
+    // spans output rows (a 7-pixel row fills 7 of 16 tile rows alone).  Then
+    // staged rows are every padded input row the taps read (padding rows
+    // zero), contiguous, and the tiles' A rows are pixel_pitch apart.
+    int flat;
+    // Staged rows per image, the input row of staged row 0 (-pt when flat),
+    // elements per staged image (with 32 pixels of slack when flat), tile
+    // blocks of 32 output pixels per image (flat) or per row.
+    idx staged_rows, first_row, image_elems, pixel_blocks;
     void* staged;
     void* packed;
     unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
@@ -89,11 +99,11 @@ void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratc
 
 #if defined(__clang__)
 #define CVZ_AMX_PUSH                                                                                            \
-    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,amx-tile,amx-bf16\"))), apply_to = function)")
+    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16\"))), apply_to = function)")
 #define CVZ_AMX_POP _Pragma("clang attribute pop")
 #else
 #define CVZ_AMX_PUSH \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,amx-tile,amx-bf16\")")
+    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16\")")
 #define CVZ_AMX_POP _Pragma("GCC pop_options")
 #endif
 
@@ -125,6 +135,10 @@ const char* amx_detect() {
     __cpuid_count(7, 0, a, b, c, d);
     // Leaf 7 EDX: AMX-BF16 22, AMX-TILE 24.
     if (!((d >> 22) & 1u) || !((d >> 24) & 1u)) return "the CPU has no AMX-BF16 tiles";
+    // AVX512_BF16 (leaf 7, subleaf 1, EAX bit 5) rounds the results (every AMX CPU has it).
+    if (a < 1) return "the CPU has no AVX512_BF16";
+    __cpuid_count(7, 1, a, b, c, d);
+    if (!((a >> 5) & 1u)) return "the CPU has no AVX512_BF16";
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
         return "Linux did not grant the AMX tile state (a kernel before 5.16?)";
     return "";
@@ -159,6 +173,13 @@ constexpr idx AMX_TILE_M = 16, AMX_TILE_N = 16, AMX_CHUNK = 32;
 // A bfloat16 tile of B: 16 rows of 16 channels x 2 (a pair of reduction channels).
 constexpr idx AMX_B_TILE = AMX_TILE_N * AMX_CHUNK;
 
+// Tile rows computed for a run of `pixels` output pixels: blocks of two
+// 16-pixel tiles, the last of one tile where 16 or fewer pixels remain.
+static inline idx computed_pixels(idx pixels) {
+    const idx rest = pixels % (2 * AMX_TILE_M);
+    return pixels - rest + (rest > AMX_TILE_M ? 2 * AMX_TILE_M : rest > 0 ? AMX_TILE_M : 0);
+}
+
 int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     // Chunks of 32 reduction channels are zero past cin_g: below 16 channels
     // per group most of each tile would multiply zeros (the AVX-512 kernel
@@ -168,17 +189,35 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     a->k_chunks = (a->cin_g + AMX_CHUNK - 1) / AMX_CHUNK;
     a->n_tiles = (a->cout_g + AMX_TILE_N - 1) / AMX_TILE_N;
     a->pixel_pitch = a->G * a->k_chunks * AMX_CHUNK;
-    // The last tile of a row reads 16 pixels from its first: up to column
-    // round_up(OW, 16) - 1 (its extra rows are never stored).
-    a->row_pixels = (round_up(a->OW, AMX_TILE_M) - 1) * a->sw + (a->KW - 1) * a->dw + 1;
-    a->staged_elems = a->N * a->H * a->row_pixels * a->pixel_pitch;
+    // Per output row, the last tile of a row reads 16 pixels from its first: up
+    // to column round_up(OW, 16) - 1 (its extra rows are never stored).  Flat,
+    // a staged row is the padded input row.
+    const idx row_flat = a->OW + (a->KW - 1) * a->dw;
+    const idx rows_flat = a->OH + (a->KH - 1) * a->dh;
+    const idx per_row = a->N * a->OH * computed_pixels(a->OW);
+    const idx flat = a->N * computed_pixels(a->OH * row_flat);
+    a->flat = a->sh == 1 && a->sw == 1 && flat < per_row;
+    if (a->flat) {
+        a->row_pixels = row_flat;
+        a->staged_rows = rows_flat;
+        a->first_row = -a->pt;
+        a->image_elems = (rows_flat * row_flat + 2 * AMX_TILE_M) * a->pixel_pitch;
+        a->pixel_blocks = (a->OH * row_flat + 2 * AMX_TILE_M - 1) / (2 * AMX_TILE_M);
+    } else {
+        a->row_pixels = (round_up(a->OW, AMX_TILE_M) - 1) * a->sw + (a->KW - 1) * a->dw + 1;
+        a->staged_rows = a->H;
+        a->first_row = 0;
+        a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
+        a->pixel_blocks = 1;
+    }
+    a->staged_elems = a->N * a->image_elems;
     a->packed_elems = a->G * a->n_tiles * a->KH * a->KW * a->k_chunks * AMX_B_TILE;
-    a->stage_units = a->N * a->H + a->G * a->KH * a->KW * a->n_tiles;
+    a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->KW * a->n_tiles;
     a->blocks_per_group = (a->n_tiles + 1) / 2;
     // Runs of rows per block: enough units for every thread to claim about
     // eight runs (so a descheduled thread holds up little), each as long as
     // that allows (a block's filter is read once per run).
-    const idx rows = a->N * a->OH, blocks = a->G * a->blocks_per_group;
+    const idx rows = a->N * (a->flat ? a->pixel_blocks : a->OH), blocks = a->G * a->blocks_per_group;
     idx runs = (8 * (idx)threads + blocks - 1) / blocks;
     a->row_runs = threads <= 1 ? 1 : runs < rows ? runs : rows;
     // Per thread: the tile configuration, the float32 results of 32 x 32, the
@@ -196,7 +235,7 @@ constexpr int AMX_EXACT_EXPONENTS = 142;
 
 int conv2d_amx_exact(const Conv2dAmxArgs* a) {
     int x_least = 255, w_least = 255;
-    const idx rows = a->N * a->H;
+    const idx rows = a->N * a->staged_rows;
     for (idx u = 0; u < a->stage_units; ++u) {
         int& least = u < rows ? x_least : w_least;
         if (a->least_exponent[u] < least) least = a->least_exponent[u];
@@ -300,17 +339,24 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
             }
         }
     }
-    a->least_exponent[a->N * a->H + u] = scan.result(true);
+    a->least_exponent[a->N * a->staged_rows + u] = scan.result(true);
 }
 
 // Input row (n, ih) into its staged row: pixel j holds input column j - pl.
 // Every element is written (zero in the padding, past each group's channels
 // and past the row), so the buffer needs no zeroing first.
 static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
-    const idx n = row / a->H, ih = row % a->H;
-    const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
-    std::uint16_t* dst = (std::uint16_t*)a->staged + row * a->row_pixels * a->pixel_pitch;
+    const idx n = row / a->staged_rows, r = row % a->staged_rows, ih = a->first_row + r;
+    std::uint16_t* dst = (std::uint16_t*)a->staged + n * a->image_elems + r * a->row_pixels * a->pixel_pitch;
     const idx chunk_elems = a->k_chunks * AMX_CHUNK, pitch = a->pixel_pitch;
+    if (a->flat && r == a->staged_rows - 1)  // the slack past the image's last row
+        std::memset(dst + a->row_pixels * pitch, 0, (std::size_t)(2 * AMX_TILE_M * pitch) * 2);
+    if (ih < 0 || ih >= a->H) {  // a padding row (flat)
+        std::memset(dst, 0, (std::size_t)(a->row_pixels * pitch) * 2);
+        a->least_exponent[row] = 255;
+        return;
+    }
+    const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
     idx first = a->pl > 0 ? a->pl : 0, last = a->pl + a->W;
     if (first > a->row_pixels) first = a->row_pixels;
     if (last > a->row_pixels) last = a->row_pixels;
@@ -346,10 +392,10 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
 
 void conv2d_amx_stage(const void* args, int, int, idx unit, void*) {
     const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
-    if (unit < a->N * a->H)
+    if (unit < a->N * a->staged_rows)
         conv2d_amx_stage_row(a, unit);
     else
-        conv2d_amx_pack_unit(a, unit - a->N * a->H);
+        conv2d_amx_pack_unit(a, unit - a->N * a->staged_rows);
 }
 
 namespace {
@@ -393,6 +439,24 @@ void amx_tiles(const std::uint16_t* const* tap_a, const std::uint16_t* const* ta
     if (MT == 2 && NT == 2) _tile_stored(3, c + AMX_TILE_M * 2 * AMX_TILE_N + AMX_TILE_N, pitch);
 }
 
+// Results c[p][0 .. channels) (rows of 32 floats) of `pixels` pixels into
+// y at `offset`, pixel stride y_s[2]: bfloat16 with contiguous channels
+// through vcvtne2ps2bf16 (round to nearest even; the sums are zero or normal,
+// see AMX_EXACT_EXPONENTS, where its flushing of subnormals changes nothing),
+// every other type and layout through the AVX-512 layout moves.
+void amx_store(const Conv2dAmxArgs* a, idx offset, idx pixels, idx channels, const float* c) {
+    if (a->y_type == BF16 && a->y_s[3] == 1) {
+        const __mmask32 lanes = first_lanes(channels);
+        std::uint16_t* y = (std::uint16_t*)a->y + offset;
+        for (idx p = 0; p < pixels; ++p) {
+            const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(c + p * 32 + 16), _mm512_loadu_ps(c + p * 32));
+            _mm512_mask_storeu_epi16(y + p * a->y_s[2], lanes, (__m512i)v);
+        }
+        return;
+    }
+    amx::scatter_rows<float>(a->y, a->y_type, offset, pixels, a->y_s[2], channels, a->y_s[3], c, 2 * AMX_TILE_N);
+}
+
 }  // namespace
 
 void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
@@ -414,24 +478,67 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
     const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
     const idx c0 = tile_n * AMX_TILE_N;
     const idx channels = a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
-    const idx taps = a->KH * a->KW, rows = a->N * a->OH;
-    const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
-    const std::uint16_t* staged = (const std::uint16_t*)a->staged;
+    const idx taps = a->KH * a->KW;
+    const std::uint16_t* staged = (const std::uint16_t*)a->staged + g * a->k_chunks * AMX_CHUNK;
     const std::uint16_t* packed = (const std::uint16_t*)a->packed;
     const idx b_next = taps * a->k_chunks * AMX_B_TILE;
     const idx pitch = a->pixel_pitch;
     const idx a_stride = a->sw * pitch * 2;
     const idx a_second = AMX_TILE_M * a->sw * pitch;
+    const idx y_channel = (g * a->cout_g + c0) * a->y_s[3];
+    // The 32 x 32 results of `pixels` output pixels, tap_a at the first.
+    auto tiles = [&](idx n_taps, idx pixels) {
+        const bool two_m = pixels > AMX_TILE_M;
+        if (two_m && nt == 2) amx_tiles<2, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+        else if (two_m) amx_tiles<2, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+        else if (nt == 2) amx_tiles<1, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+        else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+    };
+    auto b_of = [&](idx kh, idx kw) {
+        return packed + ((g * a->n_tiles + tile_n) * taps + kh * a->KW + kw) * a->k_chunks * AMX_B_TILE;
+    };
+    if (a->flat) {
+        // Blocks of 32 output pixels m = oh * row_pixels + ow of an image; every
+        // tap reads the padded rows (zero where they are padding).
+        const idx rp = a->row_pixels, image_pixels = a->OH * rp, blocks = a->N * a->pixel_blocks;
+        const idx begin = blocks * run / a->row_runs, end = blocks * (run + 1) / a->row_runs;
+        for (idx kh = 0; kh < a->KH; ++kh)
+            for (idx kw = 0; kw < a->KW; ++kw) tap_b[kh * a->KW + kw] = b_of(kh, kw);
+        for (idx b = begin; b < end; ++b) {
+            const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
+            const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
+            const std::uint16_t* image = staged + n * a->image_elems;
+            for (idx kh = 0; kh < a->KH; ++kh)
+                for (idx kw = 0; kw < a->KW; ++kw)
+                    tap_a[kh * a->KW + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
+            tiles(taps, pixels);
+            for (idx m = m0; m < m0 + pixels;) {  // the real output pixels, row by row
+                const idx oh = m / rp, ow = m % rp;
+                if (ow >= a->OW) {
+                    m += rp - ow;
+                    continue;
+                }
+                const idx run_len = a->OW - ow < m0 + pixels - m ? a->OW - ow : m0 + pixels - m;
+                amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow * a->y_s[2] + y_channel, run_len, channels,
+                          c + (m - m0) * 2 * AMX_TILE_N);
+                m += run_len;
+            }
+        }
+        _tile_release();
+        return;
+    }
+    const idx rows = a->N * a->OH;
+    const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
     for (idx row = row_begin; row < row_end; ++row) {
         const idx n = row / a->OH, oh = row % a->OH;
         idx n_taps = 0;
         for (idx kh = 0; kh < a->KH; ++kh) {
             const idx ih = oh * a->sh - a->pt + kh * a->dh;
             if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
-            const std::uint16_t* in_row = staged + (n * a->H + ih) * a->row_pixels * pitch + g * a->k_chunks * AMX_CHUNK;
+            const std::uint16_t* in_row = staged + n * a->image_elems + ih * a->row_pixels * pitch;
             for (idx kw = 0; kw < a->KW; ++kw) {
                 tap_a[n_taps] = in_row + kw * a->dw * pitch;
-                tap_b[n_taps] = packed + ((g * a->n_tiles + tile_n) * taps + kh * a->KW + kw) * a->k_chunks * AMX_B_TILE;
+                tap_b[n_taps] = b_of(kh, kw);
                 ++n_taps;
             }
         }
@@ -439,15 +546,9 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
             const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
             const idx shift = ow0 * a->sw * pitch;
             for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
-            const bool two_m = pixels > AMX_TILE_M;
-            if (two_m && nt == 2) amx_tiles<2, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
-            else if (two_m) amx_tiles<2, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
-            else if (nt == 2) amx_tiles<1, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
-            else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
+            tiles(n_taps, pixels);
             for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
-            amx::scatter_rows<float>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] +
-                                     (g * a->cout_g + c0) * a->y_s[3],
-                                     pixels, a->y_s[2], channels, a->y_s[3], c, 2 * AMX_TILE_N);
+            amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] + y_channel, pixels, channels, c);
         }
     }
     _tile_release();
