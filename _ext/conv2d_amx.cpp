@@ -81,97 +81,13 @@ void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratc
 
 #if !defined(CVZ_INTERFACE_ONLY)
 
-// GCC 11 and clang 12 know the AMX intrinsics; Linux is where the tile state
-// is requested (arch_prctl).
-#if CVZ_X86 && defined(__linux__) && defined(__x86_64__) && \
-    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
-#define CVZ_AMX_COMPILED 1
-#else
-#define CVZ_AMX_COMPILED 0
-#endif
-
-#if CVZ_AMX_COMPILED
-#include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include "cvz_isa.hpp"
-
-#if defined(__clang__)
-#define CVZ_AMX_PUSH                                                                                            \
-    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16\"))), apply_to = function)")
-#define CVZ_AMX_POP _Pragma("clang attribute pop")
-#else
-#define CVZ_AMX_PUSH \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16\")")
-#define CVZ_AMX_POP _Pragma("GCC pop_options")
-#endif
-
-// The layout moves (scatter_rows) of the AVX-512 variant, for the results.
-CVZ_AMX_PUSH
-namespace cvz {
-namespace amx {
-constexpr Isa THIS_ISA = ISA_AVX512;
-#include "cvz_simd_avx512.hpp"
-#include "cvz_layout.hpp"
-}  // namespace amx
-}  // namespace cvz
-CVZ_AMX_POP
-#endif  // CVZ_AMX_COMPILED
+#include "cvz_amx.hpp"
 
 namespace cvz {
 
-#if CVZ_AMX_COMPILED
-namespace {
+bool amx_bf16_usable() { return amx_unusable_reason()[0] == '\0'; }
 
-// Linux (5.16 and later) hands out the tile data state only on request.
-constexpr int ARCH_REQ_XCOMP_PERM = 0x1023;
-constexpr int XFEATURE_XTILEDATA = 18;
-
-const char* amx_detect() {
-    if (isa_best() != ISA_AVX512) return "the CPU (or the OS) runs no AVX-512";
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if ((unsigned)__get_cpuid_max(0, nullptr) < 7) return "the CPU has no AMX";
-    __cpuid_count(7, 0, a, b, c, d);
-    // Leaf 7 EDX: AMX-BF16 22, AMX-TILE 24.
-    if (!((d >> 22) & 1u) || !((d >> 24) & 1u)) return "the CPU has no AMX-BF16 tiles";
-    // AVX512_BF16 (leaf 7, subleaf 1, EAX bit 5) rounds the results (every AMX CPU has it).
-    if (a < 1) return "the CPU has no AVX512_BF16";
-    __cpuid_count(7, 1, a, b, c, d);
-    if (!((a >> 5) & 1u)) return "the CPU has no AVX512_BF16";
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
-        return "Linux did not grant the AMX tile state (a kernel before 5.16?)";
-    return "";
-}
-
-const char* amx_reason() {
-    static const char* reason = amx_detect();
-    return reason;
-}
-
-}  // namespace
-#endif
-
-bool amx_bf16_usable() {
-#if CVZ_AMX_COMPILED
-    return amx_reason()[0] == '\0';
-#else
-    return false;
-#endif
-}
-
-const char* amx_bf16_unusable_reason() {
-#if CVZ_AMX_COMPILED
-    return amx_reason();
-#else
-    return "this build has no AMX code (it needs GCC 11 or clang 12 on x86-64 Linux)";
-#endif
-}
-
-// Output pixels and channels of a tile; reduction channels of a chunk.
-constexpr idx AMX_TILE_M = 16, AMX_TILE_N = 16, AMX_CHUNK = 32;
-// A bfloat16 tile of B: 16 rows of 16 channels x 2 (a pair of reduction channels).
-constexpr idx AMX_B_TILE = AMX_TILE_N * AMX_CHUNK;
+const char* amx_bf16_unusable_reason() { return amx_unusable_reason(); }
 
 // Tile rows computed for a run of `pixels` output pixels: blocks of two
 // 16-pixel tiles, the last of one tile where 16 or fewer pixels remain.
@@ -222,16 +138,9 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     a->row_runs = threads <= 1 ? 1 : runs < rows ? runs : rows;
     // Per thread: the tile configuration, the float32 results of 32 x 32, the
     // taps' A and B addresses.
-    a->scratch_bytes = 64 + AMX_TILE_M * 2 * AMX_TILE_N * 2 * 4 + 2 * a->KH * a->KW * (idx)sizeof(void*);
+    a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * a->KH * a->KW * (idx)sizeof(void*);
     return 1;
 }
-
-// A normal bfloat16 value is an integer of 8 bits times 2^(e - 134) (e its
-// biased exponent), so a product is a multiple of 2^(ex + ew - 268) and so is
-// every float32 partial sum of such products (rounding keeps multiples of a
-// power of two): with ex + ew >= 142 every partial sum is zero or at least
-// 2^-126 -- normal, where AMX's flushing changes nothing.
-constexpr int AMX_EXACT_EXPONENTS = 142;
 
 int conv2d_amx_exact(const Conv2dAmxArgs* a) {
     int x_least = 255, w_least = 255;
@@ -240,45 +149,11 @@ int conv2d_amx_exact(const Conv2dAmxArgs* a) {
         int& least = u < rows ? x_least : w_least;
         if (a->least_exponent[u] < least) least = a->least_exponent[u];
     }
-    return x_least >= 1 && w_least >= 1 && (x_least == 255 || w_least == 255 || x_least + w_least >= AMX_EXACT_EXPONENTS);
+    return amx_sums_exact(x_least, w_least);
 }
 
 #if CVZ_AMX_COMPILED
 CVZ_AMX_PUSH
-
-// The smallest exponent field (bits 7-14) among nonzero bfloat16 values, and
-// whether any is infinite or NaN, over the values a pack or stage unit moves.
-struct ExponentScan {
-    __m512i least;
-    __mmask32 non_finite;
-
-    ExponentScan() : least(_mm512_set1_epi16(0x7f80)), non_finite(0) {}
-
-    // (Zero-masked intrinsics where GCC 12 warns of the unmasked ones' undefined
-    // pass-through, PR 105593: see cvz_simd_avx512.hpp.)
-    void add(__m512i v, __mmask32 valid) {
-        const __m512i e = _mm512_and_si512(v, _mm512_set1_epi16(0x7f80));
-        const __mmask32 nonzero = _mm512_mask_test_epi16_mask(valid, v, _mm512_set1_epi16(0x7fff));
-        least = _mm512_mask_min_epu16(least, nonzero, least, e);
-        non_finite |= _mm512_mask_cmpeq_epi16_mask(valid, e, _mm512_set1_epi16(0x7f80));
-    }
-    void add(std::uint16_t v) { add(_mm512_set1_epi16((short)v), 1); }
-    // The least biased exponent (255: none), 0 where a value was non-finite and
-    // `finite_only` (the filter's rule).
-    unsigned char result(bool finite_only) const {
-        if (finite_only && non_finite) return 0;
-        std::uint16_t lanes[32];
-        _mm512_storeu_si512(lanes, least);
-        unsigned e = 0x7f80;
-        for (int i = 0; i < 32; ++i) e = lanes[i] < e ? lanes[i] : e;
-        return (unsigned char)(e >> 7);
-    }
-};
-
-// Lanes [0, n) of 32 (n clipped to 0..32).
-static inline __mmask32 first_lanes(idx n) {
-    return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1u);
-}
 
 // Pack unit u: the B tiles of (group, tap, tile of 16 channels), every chunk:
 // tile row r holds reduction channels 2r and 2r + 1 of each output channel,
@@ -400,12 +275,6 @@ void conv2d_amx_stage(const void* args, int, int, idx unit, void*) {
 
 namespace {
 
-struct alignas(64) TileConfig {
-    std::uint8_t palette, start_row, reserved[14];
-    std::uint16_t colsb[16];
-    std::uint8_t rows[16];
-};
-
 // C tiles 0-3 (pixels 0-15 / 16-31 x channels 0-15 / 16-31), A tiles 4-5, B
 // tiles 6-7.  MT x NT tiles of 16 x 16; taps' A at tap_a[t] (pixel stride
 // a_stride bytes), B at tap_b[t] (the next 16 channels b_next elements on).
@@ -461,17 +330,10 @@ void amx_store(const Conv2dAmxArgs* a, idx offset, idx pixels, idx channels, con
 
 void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
     const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
-    TileConfig* cfg = (TileConfig*)raw;
-    float* c = (float*)((char*)raw + 64);
-    const std::uint16_t** tap_a = (const std::uint16_t**)(c + AMX_TILE_M * 2 * AMX_TILE_N * 2);
+    amx_configure_tiles(raw);
+    float* c = (float*)((char*)raw + AMX_CONFIG_BYTES);
+    const std::uint16_t** tap_a = (const std::uint16_t**)((char*)c + AMX_RESULT_BYTES);
     const std::uint16_t** tap_b = tap_a + a->KH * a->KW;
-    std::memset(cfg, 0, sizeof(TileConfig));
-    cfg->palette = 1;
-    for (int t = 0; t < 8; ++t) {
-        cfg->rows[t] = 16;
-        cfg->colsb[t] = 64;
-    }
-    _tile_loadconfig(cfg);
 
     const idx block = unit / a->row_runs, run = unit % a->row_runs;
     const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;

@@ -1,8 +1,8 @@
-"""bfloat16 on AMX tiles (``_ext/conv2d_amx.cpp``).
+"""bfloat16 on AMX tiles (``_ext/conv2d_amx.cpp``, ``_ext/conv2d_amx_filter_grad.cpp``).
 
 Where the CPU has AMX-BF16 (and Linux grants the tile state), bfloat16 forward
-passes and input gradients with at least 16 channels per group on both sides
-run on the tiles at the default precision.  They keep its contract: exact
+passes, input gradients and filter gradients with at least 16 channels per
+group on both sides run on the tiles at the default precision.  They keep its contract: exact
 products, float32 sums, one rounding -- so the result is within one rounding
 of the exact sum plus float32's summation error; bitwise the same for any
 thread count; and where AMX's flushing of subnormals could change a sum (a
@@ -22,7 +22,7 @@ import convviz
 from convviz import reference
 from convviz._backends import cpu
 from convviz.geometry import ConvGeometry
-from convviz.ops import _forward
+from convviz.ops import _filter_grad, _forward
 from convviz.ops._op import window_arguments
 
 BF16 = ml_dtypes.bfloat16
@@ -105,8 +105,96 @@ def test_input_gradient_on_tiles_is_within_the_accurate_bound(row, precision, rn
     assert _within_bound(dx, exact, magnitude)
 
 
+def _filter_grad_call(row, rng, x_scale=1.0):
+    g, padding = _geometry(row)
+    x = (x_scale * rng.standard_normal(g.input_shape)).astype(BF16)
+    dy = rng.standard_normal(g.output_shape).astype(BF16)
+    return [x, list(g.filter_shape), dy, *window_arguments(g, padding)]
+
+
+def _filter_grad_bound(args):
+    x, dy = args[0].astype(np.float64), args[2].astype(np.float64)
+    exact = reference.conv2d_backprop_filter(x, args[1], dy, *args[3:])
+    magnitude = reference.conv2d_backprop_filter(np.abs(x), args[1], np.abs(dy), *args[3:])
+    return exact, magnitude
+
+
+# The filter gradient's: a 1x1 filter with few useful channels after the
+# tiles' padding runs on AVX-512 (below), so the grouped 1x1 row is replaced
+# by a wide 1x1 one and a grouped 3x3 one.
+FILTER_GEOMETRIES = GEOMETRIES[:3] + GEOMETRIES[4:] + [
+    (2, 8, 64, 64, 96, 1, 2, 1, 1, "NHWC", "SAME"),
+    (1, 9, 20, 64, 64, 3, 1, 1, 2, "NHWC", "SAME"),
+]
+
+
 @needs_amx
-@pytest.mark.parametrize("row", GEOMETRIES[:4], ids=[f"g{i}" for i in range(4)])
+@pytest.mark.parametrize("row", FILTER_GEOMETRIES, ids=[f"g{i}" for i in range(len(FILTER_GEOMETRIES))])
+def test_filter_gradient_on_tiles_is_within_the_accurate_bound(row, rng):
+    args = _filter_grad_call(row, rng)
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx()
+    exact, magnitude = _filter_grad_bound(args)
+    assert dw.dtype == BF16 and dw.shape == exact.shape
+    assert _within_bound(dw, exact, magnitude)
+
+
+@needs_amx
+def test_a_narrow_pointwise_filter_gradient_stays_on_avx512(rng):
+    # 32 and 48 channels a group, 5 output columns of a 32-column tile: staging costs more than the tiles save.
+    args = _filter_grad_call(GEOMETRIES[3], rng)
+    convviz.conv2d_backprop_filter(*args)
+    assert not _filter_grad.last_ran_on_amx()
+
+
+@needs_amx
+def test_filter_gradient_sums_many_chunks_of_rows_in_order(rng):
+    # 2 x 64 rows of 100 pixels: several chunks of rows whose partial sums are added.
+    args = _filter_grad_call((2, 64, 100, 16, 16, 3, 1, 1, 1, "NHWC", "SAME"), rng)
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx()
+    assert _within_bound(dw, *_filter_grad_bound(args))
+    again = convviz.conv2d_backprop_filter(*args, n_threads=3)
+    assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+
+
+@needs_amx
+@pytest.mark.parametrize("where", ["inside", "last column"])
+def test_filter_gradient_sums_nonfinite_inputs_where_the_reference_does(where, rng):
+    # A row of 19 output columns ends inside its 32-column tile: the
+    # columns past it must not meet the infinity (0 x inf would be NaN).
+    args = _filter_grad_call(GEOMETRIES[1], rng)
+    if where == "inside":
+        args[0][0, 5, 6, 7] = np.inf
+    else:
+        args[0][0, 4, -1, 3] = np.nan
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx()
+    exact, _ = _filter_grad_bound(args)
+    assert np.array_equal(np.isnan(dw.astype(np.float64)), np.isnan(exact))
+    assert np.array_equal(np.isinf(dw.astype(np.float64)), np.isinf(exact))
+
+
+@needs_amx
+@pytest.mark.parametrize("case", ["subnormal input", "tiny products", "infinite output gradient"])
+def test_filter_gradient_where_flushing_could_change_a_sum_runs_on_avx512(case, monkeypatch, rng):
+    args = _filter_grad_call(GEOMETRIES[0], rng)
+    x, dy = args[0], args[2]
+    if case == "subnormal input":
+        x[1, 2, 3, 4] = BF16(2.0**-130)
+    elif case == "tiny products":
+        x *= BF16(2.0**-60)
+        dy *= BF16(2.0**-60)
+    else:
+        dy[0, 0, 0, 5] = np.inf  # it meets the padding's zeros: the AVX-512 kernel skips those terms
+    on = convviz.conv2d_backprop_filter(*args)
+    assert not _filter_grad.last_ran_on_amx()
+    off = _without_amx(monkeypatch, convviz.conv2d_backprop_filter, *args)
+    assert np.array_equal(on.view(np.uint16), off.view(np.uint16))
+
+
+@needs_amx
+@pytest.mark.parametrize("row", GEOMETRIES[:3] + FILTER_GEOMETRIES[-1:], ids=[f"g{i}" for i in range(4)])
 def test_tiles_give_the_same_bits_for_any_thread_count(row, rng):
     args = _forward_call(row, rng)
     args[0][0, 1, 1, 0] = np.nan  # NaN and infinities land as in the reference, whatever the split
@@ -118,6 +206,12 @@ def test_tiles_give_the_same_bits_for_any_thread_count(row, rng):
     first = convviz.conv2d_backprop_input(*grad_args, n_threads=1)
     for threads in (2, 3):
         again = convviz.conv2d_backprop_input(*grad_args, n_threads=threads)
+        assert np.array_equal(again.view(np.uint16), first.view(np.uint16))
+    filter_args = _filter_grad_call(row, rng)
+    filter_args[0][0, 1, 1, 0] = np.nan
+    first = convviz.conv2d_backprop_filter(*filter_args, n_threads=1)
+    for threads in (2, 3):
+        again = convviz.conv2d_backprop_filter(*filter_args, n_threads=threads)
         assert np.array_equal(again.view(np.uint16), first.view(np.uint16))
 
 

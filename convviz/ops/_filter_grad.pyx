@@ -1,5 +1,5 @@
 # distutils: language = c++
-# C++ (in _ext/): conv2d_filter_grad.cpp
+# C++ (in _ext/): conv2d_filter_grad.cpp conv2d_amx_filter_grad.cpp cvz_isa.cpp
 """Kernel for the gradient of conv2d with respect to its filter.
 
 Trusts its arguments: ``convviz.ops.filter_grad`` validates everything and
@@ -20,7 +20,7 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+from _cvz cimport (ConvDims, alloc_aligned, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
                    run_units, scratch_alloc, threads_for)
 
 cnp.import_array()
@@ -52,6 +52,105 @@ cdef extern from * namespace "cvz" nogil:
     void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch)
 
 
+# bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_amx_filter_grad.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
+    cdef cppclass Conv2dAmxFilterGradArgs(ConvDims):
+        const void* x
+        idx x_s[4]
+        const void* dy
+        idx dy_s[4]
+        void* out
+        int out_type
+        idx out_s[4]
+        idx x_row_elems, dy_row_elems, chunks, blocks, stage_units, scratch_bytes
+        void* x_staged
+        void* dy_staged
+        float* partial
+        unsigned char* least_exponent
+
+    int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a)
+    void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch)
+    int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a)
+    void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch)
+    void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch)
+
+
+cdef bint _ran_on_amx = False
+
+
+def last_ran_on_amx():
+    """Whether the calling process's most recent ``filter_grad`` or
+    ``filter_grad_amx`` call ran on AMX tiles."""
+    return bool(_ran_on_amx)
+
+
+cdef inline void* _unzeroed(size_t bytes) except NULL:
+    cdef void* p = alloc_aligned(bytes if bytes else 1)
+    if p == NULL:
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    return p
+
+
+def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray filter_grad, int out_type,
+                    Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
+                    Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
+                    int n_threads, double min_parallel_work):
+    """``filter_grad`` for bfloat16 ``input`` and ``out_backprop`` on AMX tiles
+    (the caller checked that AMX is in use); return the scratch bytes used, or
+    -1 (nothing written) where the shape does not suit the tiles or the values
+    could take AMX's sums off the accurate contract (see
+    _ext/conv2d_amx_filter_grad.cpp): then run ``filter_grad``."""
+    global _ran_on_amx
+    _ran_on_amx = False
+    cdef Conv2dAmxFilterGradArgs a
+    conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
+    a.x = cnp.PyArray_DATA(input)
+    element_strides(input, a.x_s)
+    a.dy = cnp.PyArray_DATA(out_backprop)
+    element_strides(out_backprop, a.dy_s)
+    a.out = cnp.PyArray_DATA(filter_grad)
+    a.out_type = out_type
+    element_strides(filter_grad, a.out_s)
+    a.x_staged = NULL
+    a.dy_staged = NULL
+    a.partial = NULL
+    a.least_exponent = NULL
+    if not conv2d_amx_filter_grad_prepare(&a):
+        return -1
+    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef idx units = a.chunks * a.blocks
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
+    cdef size_t x_bytes = <size_t>(a.N * a.H * a.x_row_elems) * 2
+    cdef size_t dy_bytes = <size_t>(a.N * a.OH * a.dy_row_elems) * 2
+    cdef size_t partial_bytes = <size_t>units * 32 * 32 * 4
+    cdef Py_ssize_t used = x_bytes + dy_bytes + partial_bytes + a.stage_units
+    try:
+        # (Staging writes every element, and every unit its partial sum: no zeroing.)
+        a.x_staged = _unzeroed(x_bytes)
+        a.dy_staged = _unzeroed(dy_bytes)
+        a.partial = <float*>_unzeroed(partial_bytes)
+        a.least_exponent = <unsigned char*>_unzeroed(a.stage_units)
+        run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, a.stage_units, threads, 0)
+        if not conv2d_amx_filter_grad_exact(&a):
+            return -1
+        used += run_units(conv2d_amx_filter_grad_block, &a, 0, 0, units, threads, a.scratch_bytes)
+        used += run_units(conv2d_amx_filter_grad_reduce, &a, 0, 0, a.blocks, min(threads, a.blocks), a.scratch_bytes)
+    finally:
+        free_aligned(a.x_staged)
+        free_aligned(a.dy_staged)
+        free_aligned(a.partial)
+        free_aligned(a.least_exponent)
+    _ran_on_amx = True
+    record_scratch(used)
+    return used
+
+
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
@@ -70,6 +169,8 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     half-open range of output columns whose input column through tap ``kw`` is
     real (from the geometry).
     """
+    global _ran_on_amx
+    _ran_on_amx = False
     cdef Conv2dFilterGradArgs a
     conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)

@@ -96,6 +96,10 @@ class Plan(cpu.ConvPlan):
         if self.nchw:
             xv, dy = xv.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
         code = self.code
+        # bfloat16 on AMX tiles where they run and the call suits them (else -1: nothing written).
+        if (code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
+                and kernel.filter_grad_amx(xv, dy, result, code, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0):
+            return result
         _kernel(xv, code, dy, code, result, code, self.col_ranges, *self.ints,
                 n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         return result
