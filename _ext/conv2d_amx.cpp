@@ -53,6 +53,13 @@ struct Conv2dAmxArgs : ConvDims {
     // elements per staged image (with 32 pixels of slack when flat), tile
     // blocks of 32 output pixels per image (flat) or per row.
     idx staged_rows, first_row, image_elems, pixel_blocks;
+    // Fewer than 16 input channels (a 3-channel stem), no groups, no column
+    // dilation: a kernel row's taps are one tap whose reduction runs over
+    // (kw, ci) -- consecutive in a staged row of unpadded pixels -- so a chunk
+    // holds KW * cin_g useful values, not cin_g.  A tile row then reads on into
+    // the next pixels, which meet zero weights: the input must be finite.
+    int merged;
+    idx row_taps, k_len;  // taps per kernel row (KW, or 1 merged); reduction values per tap
     void* staged;
     void* packed;
     unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
@@ -100,11 +107,18 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     // Chunks of 32 reduction channels are zero past cin_g: below 16 channels
     // per group most of each tile would multiply zeros (the AVX-512 kernel
     // merges a 3-channel stem's taps instead).
-    if (a->cin_g < 16 || a->cout_g < 16 || a->OW <= 0 || a->OH <= 0) return 0;
+    if (a->OW <= 0 || a->OH <= 0 || a->cout_g <= 0) return 0;
+    a->merged = a->cin_g < 16 && a->G == 1 && a->dw == 1;
+    a->row_taps = a->merged ? 1 : a->KW;
+    a->k_len = a->merged ? a->KW * a->cin_g : a->cin_g;
+    if (a->k_len < (a->merged ? 8 : 16)) return 0;
     if (!amx_bf16_usable()) return 0;  // (its first call asks Linux for the tile state)
-    a->k_chunks = (a->cin_g + AMX_CHUNK - 1) / AMX_CHUNK;
+    a->k_chunks = (a->k_len + AMX_CHUNK - 1) / AMX_CHUNK;
     a->n_tiles = (a->cout_g + AMX_TILE_N - 1) / AMX_TILE_N;
-    a->pixel_pitch = a->G * a->k_chunks * AMX_CHUNK;
+    a->pixel_pitch = a->merged ? a->Cin : a->G * a->k_chunks * AMX_CHUNK;
+    // Pixels a tile row reads from its tap's first (merged: its chunks run on).
+    const idx reach = a->merged ? (a->k_chunks * AMX_CHUNK + a->Cin - 1) / a->Cin : 1;
+    const idx span = (a->KW - 1) * a->dw + 1 > reach ? (a->KW - 1) * a->dw + 1 : reach;
     // Per output row, the last tile of a row reads 16 pixels from its first: up
     // to column round_up(OW, 16) - 1 (its extra rows are never stored).  Flat,
     // a staged row is the padded input row.
@@ -117,18 +131,18 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->row_pixels = row_flat;
         a->staged_rows = rows_flat;
         a->first_row = -a->pt;
-        a->image_elems = (rows_flat * row_flat + 2 * AMX_TILE_M) * a->pixel_pitch;
+        a->image_elems = (rows_flat * row_flat + 2 * AMX_TILE_M + reach) * a->pixel_pitch;
         a->pixel_blocks = (a->OH * row_flat + 2 * AMX_TILE_M - 1) / (2 * AMX_TILE_M);
     } else {
-        a->row_pixels = (round_up(a->OW, AMX_TILE_M) - 1) * a->sw + (a->KW - 1) * a->dw + 1;
+        a->row_pixels = (round_up(a->OW, AMX_TILE_M) - 1) * a->sw + span;
         a->staged_rows = a->H;
         a->first_row = 0;
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
     a->staged_elems = a->N * a->image_elems;
-    a->packed_elems = a->G * a->n_tiles * a->KH * a->KW * a->k_chunks * AMX_B_TILE;
-    a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->KW * a->n_tiles;
+    a->packed_elems = a->G * a->n_tiles * a->KH * a->row_taps * a->k_chunks * AMX_B_TILE;
+    a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->row_taps * a->n_tiles;
     a->blocks_per_group = (a->n_tiles + 1) / 2;
     // Runs of rows per block: enough units for every thread to claim about
     // eight runs (so a descheduled thread holds up little), each as long as
@@ -138,7 +152,7 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     a->row_runs = threads <= 1 ? 1 : runs < rows ? runs : rows;
     // Per thread: the tile configuration, the float32 results of 32 x 32, the
     // taps' A and B addresses.
-    a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * a->KH * a->KW * (idx)sizeof(void*);
+    a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * a->KH * a->row_taps * (idx)sizeof(void*);
     return 1;
 }
 
@@ -161,33 +175,35 @@ CVZ_AMX_PUSH
 // buffer needs no zeroing first.  Consecutive units read the two halves of
 // the same cache lines (a forward filter's 32 channels).
 static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
-    const idx taps = a->KH * a->KW;
+    const idx taps = a->KH * a->row_taps;
     const idx tile_n = u % a->n_tiles, tap = (u / a->n_tiles) % taps, g = u / (taps * a->n_tiles);
-    const idx kh = tap / a->KW, kw = tap % a->KW;
+    const idx kh = tap / a->row_taps, kw = tap % a->row_taps;
     const std::uint16_t* w = (const std::uint16_t*)a->w + kh * a->w_s[0] + kw * a->w_s[1] +
                              (g * a->cout_g + tile_n * AMX_TILE_N) * a->w_s[3];
+    // Reduction value k of the tap: input channel k (merged: tap kw = k / cin_g, channel k % cin_g).
+    const idx s_ci = a->w_s[2], s_c = a->w_s[3], k_len = a->k_len;
+    auto row_of = [&](idx k) { return a->merged ? w + (k / a->cin_g) * a->w_s[1] + (k % a->cin_g) * s_ci : w + k * s_ci; };
     std::uint16_t* dst = (std::uint16_t*)a->packed + ((g * a->n_tiles + tile_n) * taps + tap) * a->k_chunks * AMX_B_TILE;
     const idx channels = a->cout_g - tile_n * AMX_TILE_N < AMX_TILE_N ? a->cout_g - tile_n * AMX_TILE_N : AMX_TILE_N;
-    const idx s_ci = a->w_s[2], s_c = a->w_s[3];
     ExponentScan scan;
     if (s_c == 1) {  // HWIO as given (the forward pass): channel runs, interleaved in pairs
         const __mmask32 lanes = first_lanes(channels);
         const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                     23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-        for (idx ci = 0; ci < a->cin_g; ci += 2) {
+        for (idx ci = 0; ci < k_len; ci += 2) {
             // Row ci in lanes 0-15, row ci + 1 in lanes 16-31 (a masked load
             // touches only its lanes' memory).
-            const __mmask32 second = ci + 1 < a->cin_g ? (__mmask32)lanes << 16 : 0;
-            const __m512i both = _mm512_or_si512(_mm512_maskz_loadu_epi16(lanes, w + ci * s_ci),
-                                                 _mm512_maskz_loadu_epi16(second, w + (ci + 1) * s_ci - 16));
+            const __mmask32 second = ci + 1 < k_len ? (__mmask32)lanes << 16 : 0;
+            const __m512i both = _mm512_or_si512(_mm512_maskz_loadu_epi16(lanes, row_of(ci)),
+                                                 _mm512_maskz_loadu_epi16(second, row_of(ci + 1 < k_len ? ci + 1 : ci) - 16));
             scan.add(both, (__mmask32)lanes | second);
             _mm512_storeu_si512(dst + (ci / AMX_CHUNK) * AMX_B_TILE + ((ci % AMX_CHUNK) / 2) * (2 * AMX_TILE_N),
                                 _mm512_permutexvar_epi16(interleave, both));
         }
-        const idx rows_written = (a->cin_g + 1) / 2;  // pair rows; the last chunk's others are zero
+        const idx rows_written = (k_len + 1) / 2;  // pair rows; the last chunk's others are zero
         std::memset(dst + rows_written * 2 * AMX_TILE_N, 0,
                     (std::size_t)(a->k_chunks * AMX_CHUNK / 2 - rows_written) * 2 * AMX_TILE_N * 2);
-    } else if (s_ci == 1 && (s_c % 2) == 0 && ((std::uintptr_t)w % 4) == 0) {
+    } else if (!a->merged && s_ci == 1 && (s_c % 2) == 0 && ((std::uintptr_t)w % 4) == 0) {
         // Channels swapped (the input gradient's filter): each output channel's
         // run of 32 reduction channels is a column of 16 pairs; 16 columns
         // transpose into the tile's rows.
@@ -204,11 +220,12 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
         }
     } else {
         std::memset(dst, 0, (std::size_t)a->k_chunks * AMX_B_TILE * 2);
-        for (idx ci = 0; ci < a->cin_g; ++ci) {
-            // Reduction channel ci: chunk ci / 32, pair row (ci % 32) / 2, slot ci % 2.
+        for (idx ci = 0; ci < k_len; ++ci) {
+            // Reduction value ci: chunk ci / 32, pair row (ci % 32) / 2, slot ci % 2.
             std::uint16_t* d = dst + (ci / AMX_CHUNK) * AMX_B_TILE + ((ci % AMX_CHUNK) / 2) * (2 * AMX_TILE_N) + ci % 2;
+            const std::uint16_t* src = row_of(ci);
             for (idx c = 0; c < channels; ++c) {
-                const std::uint16_t v = w[ci * s_ci + c * s_c];
+                const std::uint16_t v = src[c * s_c];
                 d[2 * c] = v;
                 scan.add(v);
             }
@@ -225,7 +242,8 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     std::uint16_t* dst = (std::uint16_t*)a->staged + n * a->image_elems + r * a->row_pixels * a->pixel_pitch;
     const idx chunk_elems = a->k_chunks * AMX_CHUNK, pitch = a->pixel_pitch;
     if (a->flat && r == a->staged_rows - 1)  // the slack past the image's last row
-        std::memset(dst + a->row_pixels * pitch, 0, (std::size_t)(2 * AMX_TILE_M * pitch) * 2);
+        std::memset(dst + a->row_pixels * pitch, 0,
+                    (std::size_t)(a->image_elems - a->staged_rows * a->row_pixels * pitch) * 2);
     if (ih < 0 || ih >= a->H) {  // a padding row (flat)
         std::memset(dst, 0, (std::size_t)(a->row_pixels * pitch) * 2);
         a->least_exponent[row] = 255;
@@ -239,6 +257,18 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     std::memset(dst, 0, (std::size_t)(first * pitch) * 2);
     std::memset(dst + last * pitch, 0, (std::size_t)((a->row_pixels - last) * pitch) * 2);
     ExponentScan scan;
+    if (a->merged) {  // unpadded pixels of Cin values
+        for (idx j = first; j < last; ++j) {
+            const std::uint16_t* px = x + (j - a->pl) * a->x_s[2];
+            for (idx c = 0; c < a->Cin; ++c) dst[j * pitch + c] = px[c * a->x_s[3]];
+        }
+        for (idx e = first * pitch; e < last * pitch; e += 32) {
+            const __mmask32 lanes = first_lanes(last * pitch - e);
+            scan.add(_mm512_maskz_loadu_epi16(lanes, dst + e), lanes);
+        }
+        a->least_exponent[row] = scan.result(true);  // (its tiles read on into neighbours: finite only)
+        return;
+    }
     for (idx j = first; j < last; ++j) {
         const std::uint16_t* px = x + (j - a->pl) * a->x_s[2];
         std::uint16_t* d = dst + j * pitch;
@@ -333,15 +363,15 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
     amx_configure_tiles(raw);
     float* c = (float*)((char*)raw + AMX_CONFIG_BYTES);
     const std::uint16_t** tap_a = (const std::uint16_t**)((char*)c + AMX_RESULT_BYTES);
-    const std::uint16_t** tap_b = tap_a + a->KH * a->KW;
+    const std::uint16_t** tap_b = tap_a + a->KH * a->row_taps;
 
     const idx block = unit / a->row_runs, run = unit % a->row_runs;
     const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;
     const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
     const idx c0 = tile_n * AMX_TILE_N;
     const idx channels = a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
-    const idx taps = a->KH * a->KW;
-    const std::uint16_t* staged = (const std::uint16_t*)a->staged + g * a->k_chunks * AMX_CHUNK;
+    const idx taps = a->KH * a->row_taps, row_taps = a->row_taps;
+    const std::uint16_t* staged = (const std::uint16_t*)a->staged + (a->merged ? 0 : g * a->k_chunks * AMX_CHUNK);
     const std::uint16_t* packed = (const std::uint16_t*)a->packed;
     const idx b_next = taps * a->k_chunks * AMX_B_TILE;
     const idx pitch = a->pixel_pitch;
@@ -357,7 +387,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
     };
     auto b_of = [&](idx kh, idx kw) {
-        return packed + ((g * a->n_tiles + tile_n) * taps + kh * a->KW + kw) * a->k_chunks * AMX_B_TILE;
+        return packed + ((g * a->n_tiles + tile_n) * taps + kh * row_taps + kw) * a->k_chunks * AMX_B_TILE;
     };
     if (a->flat) {
         // Blocks of 32 output pixels m = oh * row_pixels + ow of an image; every
@@ -365,14 +395,14 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         const idx rp = a->row_pixels, image_pixels = a->OH * rp, blocks = a->N * a->pixel_blocks;
         const idx begin = blocks * run / a->row_runs, end = blocks * (run + 1) / a->row_runs;
         for (idx kh = 0; kh < a->KH; ++kh)
-            for (idx kw = 0; kw < a->KW; ++kw) tap_b[kh * a->KW + kw] = b_of(kh, kw);
+            for (idx kw = 0; kw < row_taps; ++kw) tap_b[kh * row_taps + kw] = b_of(kh, kw);
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
             const std::uint16_t* image = staged + n * a->image_elems;
             for (idx kh = 0; kh < a->KH; ++kh)
-                for (idx kw = 0; kw < a->KW; ++kw)
-                    tap_a[kh * a->KW + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
+                for (idx kw = 0; kw < row_taps; ++kw)
+                    tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
             tiles(taps, pixels);
             for (idx m = m0; m < m0 + pixels;) {  // the real output pixels, row by row
                 const idx oh = m / rp, ow = m % rp;
@@ -398,7 +428,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
             const idx ih = oh * a->sh - a->pt + kh * a->dh;
             if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
             const std::uint16_t* in_row = staged + n * a->image_elems + ih * a->row_pixels * pitch;
-            for (idx kw = 0; kw < a->KW; ++kw) {
+            for (idx kw = 0; kw < row_taps; ++kw) {
                 tap_a[n_taps] = in_row + kw * a->dw * pitch;
                 tap_b[n_taps] = b_of(kh, kw);
                 ++n_taps;

@@ -91,6 +91,39 @@ def test_forward_on_tiles_is_within_the_accurate_bound(row, rng):
     assert _within_bound(y, exact, magnitude)
 
 
+# Fewer than 16 input channels: a kernel row's taps merge into one reduction
+# of KW x C_in values (a stem's 3 channels x 7 columns).
+STEMS = [
+    (1, 30, 31, 3, 16, 3, 1, 1, 1, "NHWC", "SAME"),
+    (1, 19, 21, 3, 24, 7, 2, 1, 1, "NHWC", "SAME"),
+    (2, 17, 23, 5, 40, 3, 1, 1, 1, "NCHW", "VALID"),
+]
+
+
+@needs_amx
+@pytest.mark.parametrize("row", STEMS, ids=[f"s{i}" for i in range(len(STEMS))])
+def test_a_stems_merged_taps_on_tiles_are_within_the_accurate_bound(row, rng):
+    args = _forward_call(row, rng)
+    y = convviz.conv2d(*args)
+    assert _forward.last_ran_on_amx()
+    x, w = (a.astype(np.float64) for a in args[:2])
+    exact = reference.conv2d(x, w, *args[2:])
+    assert _within_bound(y, exact, reference.conv2d(np.abs(x), np.abs(w), *args[2:]))
+    first = convviz.conv2d(*args, n_threads=1)
+    assert np.array_equal(convviz.conv2d(*args, n_threads=3).view(np.uint16), first.view(np.uint16))
+
+
+@needs_amx
+def test_a_stem_with_a_nonfinite_input_runs_on_avx512(monkeypatch, rng):
+    # Merged taps read on into the next pixels, which meet zero weights: 0 x inf.
+    args = _forward_call(STEMS[0], rng)
+    args[0][0, 3, 4, 1] = np.inf
+    on = convviz.conv2d(*args)
+    assert not _forward.last_ran_on_amx()
+    off = _without_amx(monkeypatch, convviz.conv2d, *args)
+    assert np.array_equal(on.view(np.uint16), off.view(np.uint16))
+
+
 @needs_amx
 @pytest.mark.parametrize("row", GEOMETRIES, ids=[f"g{i}" for i in range(len(GEOMETRIES))])
 @pytest.mark.parametrize("precision", ["accurate", "fast"])
