@@ -35,6 +35,12 @@ double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* f
 // caller checks: convviz._openmp_info.f16_fma_available).
 double machine_f16_fma(int n_threads, long long rounds, int* threads, double* flops, double* sink);
 
+// The same with AMX-BF16 tiles: chains of tdpbf16ps into four accumulator
+// tiles from operand tiles loaded once (16 x 16 x 32 products, two flops each,
+// per instruction), the instruction bfloat16 runs on where the CPU has it.
+// Only where it runs (the caller checks: amx_unusable_reason() is "").
+double machine_amx_bf16(int n_threads, long long rounds, int* threads, double* flops, double* sink);
+
 // Page-aligned memory, left untouched (the first touch decides where it lives);
 // nullptr when there is none.  Free with machine_free.
 void* machine_alloc(idx bytes);
@@ -62,6 +68,7 @@ double machine_memory_pass(int isa, int kind, const float* a, float* b, idx n, i
 
 #define CVZ_OP_BODY "cvz_machine.cpp"  // this file again, once per ISA
 #include "cvz_per_isa.hpp"
+#include "cvz_amx.hpp"
 
 #include <chrono>
 #if defined(__linux__)
@@ -153,6 +160,40 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_dot_chains(long long rou
 }
 #endif
 
+#if CVZ_AMX_COMPILED
+CVZ_AMX_PUSH
+// tdpbf16ps into tiles 0-3 from tiles 4-7 (zero operands: the instruction's
+// time does not depend on its values, and the sums stay finite).
+void amx_bf16_chains(long long rounds, double* flops, double* sink) {
+    alignas(64) unsigned char scratch[AMX_CONFIG_BYTES + 1024];
+    std::memset(scratch, 0, sizeof(scratch));
+    amx_configure_tiles(scratch);
+    std::uint16_t* zeros = (std::uint16_t*)(scratch + AMX_CONFIG_BYTES);
+    _tile_zero(0);  // (tile numbers are immediates)
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, zeros, 64);
+    _tile_loadd(5, zeros, 64);
+    _tile_loadd(6, zeros, 64);
+    _tile_loadd(7, zeros, 64);
+    for (long long r = 0; r < rounds; ++r) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    float* out = (float*)zeros;
+    _tile_stored(0, out, 64);
+    double sum = 0;
+    for (int i = 0; i < 256; ++i) sum += out[i];
+    _tile_release();
+    *flops = 4.0 * 16 * 16 * 32 * 2 * (double)rounds;
+    *sink = sum;
+}
+CVZ_AMX_POP
+#endif
+
 #if CVZ_F16_FMA_COMPILED
 // 16 chains of vfmadd231ph: acc = acc * one + small per lane (float16).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16"))) void f16_fma_chains(long long rounds, double* flops,
@@ -189,6 +230,15 @@ double machine_f16_fma(int n_threads, long long rounds, int* threads, double* fl
     *threads = 1; *flops = 0; *sink = 0;
     return 0;
 #endif
+}
+
+double machine_amx_bf16(int n_threads, long long rounds, int* threads, double* flops, double* sink) {
+#if CVZ_AMX_COMPILED
+    if (amx_unusable_reason()[0] == '\0') return run_chains(&amx_bf16_chains, n_threads, rounds, threads, flops, sink);
+#endif
+    (void)n_threads; (void)rounds;
+    *threads = 1; *flops = 0; *sink = 0;
+    return 0;
 }
 
 double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* flops, double* sink) {

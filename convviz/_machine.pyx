@@ -1,5 +1,5 @@
 # distutils: language = c++
-# C++ (in _ext/): cvz_machine.cpp
+# C++ (in _ext/): cvz_machine.cpp cvz_isa.cpp
 """The machine's limits, measured on the machine at hand: FMA peak and memory bandwidth.
 
 The benchmark's roofline (``convviz bench``) compares every case with them.  The
@@ -22,6 +22,9 @@ from _openmp cimport CONVVIZ_OPENMP_ENABLED
 from . import _openmp_info
 from ._openmp_info import bf16_dot_available, f16_fma_available
 
+cdef extern from "cvz_amx.hpp" namespace "cvz" nogil:
+    const char* amx_unusable_reason()
+
 cdef extern from * namespace "cvz" nogil:
     """
     #define CVZ_INTERFACE_ONLY
@@ -33,6 +36,7 @@ cdef extern from * namespace "cvz" nogil:
                        double* sink)
     double machine_bf16_dot(int n_threads, long long rounds, int* threads, double* flops, double* sink)
     double machine_f16_fma(int n_threads, long long rounds, int* threads, double* flops, double* sink)
+    double machine_amx_bf16(int n_threads, long long rounds, int* threads, double* flops, double* sink)
     void* machine_alloc(idx bytes)
     void machine_free(void* p)
     int machine_first_touch(float* a, float* b, idx n, int n_threads)
@@ -46,6 +50,12 @@ _MIB = 1 << 20
 # The array size when the cache size is unknown, and the most memory one array takes.
 _MIN_ARRAY_BYTES = 128 * _MIB
 _MAX_ARRAY_BYTES = 2048 * _MIB
+
+
+def amx_bf16_available():
+    """Whether AMX-BF16 tiles run here: the CPU has them (with AVX512_BF16 and
+    AVX-512), this build holds the code, and Linux granted the tile state."""
+    return amx_unusable_reason()[0] == 0
 
 
 def _isa_code(isa):
@@ -140,6 +150,8 @@ cdef tuple _fma_run(int code, int f64, int n_threads, long long rounds):
             seconds = machine_bf16_dot(n_threads, rounds, &threads, &flops, &sink)
         elif f64 == 3:  # the float16 FMA (likewise)
             seconds = machine_f16_fma(n_threads, rounds, &threads, &flops, &sink)
+        elif f64 == 4:  # AMX-BF16 tiles (likewise)
+            seconds = machine_amx_bf16(n_threads, rounds, &threads, &flops, &sink)
         else:
             seconds = machine_fma(code, f64, n_threads, rounds, &threads, &flops, &sink)
     if not math.isfinite(sink):  # the chains tend to 1: never happens, but keeps `sink` used
@@ -150,8 +162,9 @@ cdef tuple _fma_run(int code, int f64, int n_threads, long long rounds):
 def _fma_peak(int n_threads, isa, dtype, double seconds, int repeats):
     """(GFLOP/s, threads that ran) of the FMA peak; see fma_peak_gflops."""
     _check_threads(n_threads)
-    if dtype not in ("float32", "float64", "bfloat16_dot", "float16"):
-        raise ValueError(f"dtype must be 'float32', 'float64', 'bfloat16_dot' or 'float16', got {dtype!r}")
+    if dtype not in ("float32", "float64", "bfloat16_dot", "float16", "amx_bf16"):
+        raise ValueError(f"dtype must be 'float32', 'float64', 'bfloat16_dot', 'float16' or 'amx_bf16', "
+                         f"got {dtype!r}")
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     name, code = _isa_code(isa)
@@ -159,7 +172,9 @@ def _fma_peak(int n_threads, isa, dtype, double seconds, int repeats):
         raise ValueError(f"the bfloat16 dot product (AVX512_BF16) does not run here ({name} kernels)")
     if dtype == "float16" and not (name == "avx512" and f16_fma_available()):
         raise ValueError(f"the float16 FMA (AVX512_FP16) does not run here ({name} kernels)")
-    cdef int f64 = 2 if dtype == "bfloat16_dot" else 3 if dtype == "float16" else dtype == "float64"
+    if dtype == "amx_bf16" and not (name == "avx512" and amx_bf16_available()):
+        raise ValueError(f"AMX-BF16 tiles do not run here ({name} kernels; {amx_unusable_reason().decode() or 'ok'})")
+    cdef int f64 = {"bfloat16_dot": 2, "float16": 3, "amx_bf16": 4}.get(dtype, dtype == "float64")
     # Calibrate (this also starts the threads): grow the rounds until a run
     # takes a tenth of the target, then scale them to the target.  The shorter
     # of two runs counts, so that one run slowed down by another process does
@@ -194,11 +209,12 @@ def fma_peak_gflops(n_threads, isa=None, dtype="float32", seconds=0.1, repeats=3
         Threads (OpenMP), at least 1.
     isa : {'generic', 'avx2', 'avx512'} or None
         Kernel variant; None: the one the kernels run (``CONVVIZ_ISA`` or the best).
-    dtype : {'float32', 'float64', 'bfloat16_dot', 'float16'}
+    dtype : {'float32', 'float64', 'bfloat16_dot', 'float16', 'amx_bf16'}
         Type of the FMAs; 'bfloat16_dot': chains of the AVX512_BF16 dot
         product ``vdpbf16ps`` (4 flops per lane), where the CPU has it and
         ``isa`` is 'avx512'; 'float16': the AVX512_FP16 FMA ``vfmadd231ph``
-        (32 lanes), likewise.
+        (32 lanes), likewise; 'amx_bf16': AMX tiles' ``tdpbf16ps`` (16 x 16
+        x 32 products per instruction), where they run (:func:`amx_bf16_available`).
     seconds : float
         Duration of each run (shorter: rougher).
     repeats : int
@@ -336,7 +352,7 @@ def measure(n_threads, isa=None, seconds=0.1, array_bytes=None, progress=None, r
         ``isa``; ``threads`` (that ran: 1 without OpenMP); ``fma_gflops``
         ({'float32': ..., 'float64': ...}, and 'bfloat16_dot' where the
         CPU has AVX512_BF16 and ``isa`` is 'avx512', 'float16' where it has
-        AVX512_FP16); ``bandwidth_gbs`` (see
+        AVX512_FP16, 'amx_bf16' where AMX tiles run); ``bandwidth_gbs`` (see
         :func:`memory_bandwidth`); ``array_bytes`` (of each array);
         ``llc_bytes`` (the last-level cache, 0 if unknown); ``seconds`` (the
         measurement took).
@@ -357,6 +373,8 @@ def measure(n_threads, isa=None, seconds=0.1, array_bytes=None, progress=None, r
         dtypes.append("bfloat16_dot")  # what precision="fast" runs on
     if name == "avx512" and f16_fma_available():
         dtypes.append("float16")  # what precision="fast" runs float16 on
+    if name == "avx512" and amx_bf16_available():
+        dtypes.append("amx_bf16")  # what bfloat16's dense ops run on
     for dtype in dtypes:
         if progress is not None:
             progress(f"measuring the {dtype} FMA peak ({name}, {n_threads} threads) ...")

@@ -595,7 +595,8 @@ def measure_peaks(threads: int, seconds: float = 0.1, array_bytes: int | None = 
     bandwidth roof the table uses (``roof_bandwidth_gbs``, :func:`roof_bandwidth`),
     and whether precision="fast" bfloat16 runs on the dot product here
     (``bf16_dot_runs``: it is measured wherever the CPU has it, and taken only
-    where it outruns the float32 FMA).
+    where it outruns the float32 FMA) and bfloat16's dense ops on AMX tiles
+    (``amx_runs``).
 
     ``seconds`` is the time of each timed run (the whole takes about fifteen
     times that, plus the first touch of the arrays); ``array_bytes`` the size of
@@ -608,6 +609,7 @@ def measure_peaks(threads: int, seconds: float = 0.1, array_bytes: int | None = 
     from ._backends import cpu
 
     peaks["bf16_dot_runs"] = cpu.bf16_dot_in_use()
+    peaks["amx_runs"] = cpu.amx_in_use()
     return peaks
 
 
@@ -654,19 +656,29 @@ def roof_bandwidth(bandwidth: dict[str, float]) -> float:
     return max(bandwidth["copy"], bandwidth.get("copy_streaming", 0.0))
 
 
-def peak_gflops(peaks: dict[str, Any], dtype: str, precision: str = "accurate") -> float:
+# The ops whose bfloat16 calls run on AMX tiles where they run (their roof is the tiles' peak).
+AMX_OPS = frozenset({"conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"})
+
+
+def peak_gflops(peaks: dict[str, Any], dtype: str, precision: str = "accurate", op: str | None = None) -> float:
     """The FMA peak that bounds a case of ``dtype``: float64's for float64, else
-    float32's (the kernels compute float16 and bfloat16 in float32) -- but, with
-    precision="fast", the bfloat16 dot product's for bfloat16 where it ran and
-    the float16 FMA's for float16 where it was measured.
+    float32's (the kernels compute float16 and bfloat16 in float32) -- but the
+    AMX tiles' for bfloat16 cases of the dense ops (``AMX_OPS``) where they run,
+    and, with precision="fast", the bfloat16 dot product's for bfloat16 where
+    it ran and the float16 FMA's for float16 where it was measured.
 
     Examples
     --------
     >>> peaks = {"fma_gflops": {"float32": 350.0, "float64": 175.0, "bfloat16_dot": 172.0}, "bf16_dot_runs": False}
     >>> peak_gflops(peaks, "bfloat16", "fast")  # the dot product is slower here: float32 ran
     350.0
+    >>> peaks = {"fma_gflops": {"float32": 350.0, "float64": 175.0, "amx_bf16": 5500.0}, "amx_runs": True}
+    >>> peak_gflops(peaks, "bfloat16", op="conv2d"), peak_gflops(peaks, "bfloat16", op="depthwise_conv2d_native")
+    (5500.0, 350.0)
     """
     fma = peaks["fma_gflops"]
+    if dtype == "bfloat16" and op in AMX_OPS and "amx_bf16" in fma and peaks.get("amx_runs", True):
+        return float(fma["amx_bf16"])
     if dtype == "bfloat16" and precision == "fast" and "bfloat16_dot" in fma and peaks.get("bf16_dot_runs", True):
         return float(fma["bfloat16_dot"])
     if dtype == "float16" and precision == "fast" and "float16" in fma:
@@ -722,7 +734,8 @@ def _roofline_of(result: Result, peaks: dict[str, Any] | None, seconds: float | 
     if not peaks or not seconds:
         return None
     return roofline(result.case.flops, result.case.bytes, seconds,
-                    peak_gflops(peaks, result.case.dtype, result.case.precision), peaks["roof_bandwidth_gbs"])
+                    peak_gflops(peaks, result.case.dtype, result.case.precision, result.case.op),
+                    peaks["roof_bandwidth_gbs"])
 
 
 def best_peer_roofline(result: Result, peaks: dict[str, Any] | None,
@@ -914,6 +927,7 @@ def peaks_line(peaks: dict[str, Any], cpu: str | None = None) -> str:
             f"float32, {fma['float64']:.1f} float64"
             + (f", {fma['bfloat16_dot']:.1f} bfloat16 dot product" if "bfloat16_dot" in fma else "")
             + (f", {fma['float16']:.1f} float16" if "float16" in fma else "")
+            + (f", {fma['amx_bf16']:.1f} bfloat16 on AMX tiles" if "amx_bf16" in fma else "")
             + f" ({peaks['isa']}, {peaks['threads']} threads); bandwidth "
             f"read {bandwidth['read']:.1f}, write {bandwidth['write']:.1f}, copy {bandwidth['copy']:.1f}"
             f"{streaming} GB/s (2 arrays of {_bytes(peaks['array_bytes'])}{cache}; measured in "
@@ -935,6 +949,8 @@ def roofline_legend(peaks: dict[str, Any]) -> str:
            if "bfloat16_dot" in fma and peaks.get("bf16_dot_runs", True) else "")
         + (f", {fma['float16']:.1f} for the float16 FMA of precision=\"fast\" float16"
            if "float16" in fma else "")
+        + (f", {fma['amx_bf16']:.1f} for bfloat16 forward passes and gradients on AMX tiles"
+           if "amx_bf16" in fma and peaks.get("amx_runs", True) else "")
         + f"; {peaks['isa']}, {peaks['threads']} threads). *% BW* is GB/s against the copy "
         f"bandwidth, {bandwidth:.1f} GB/s: a kernel reads its inputs and writes its result, as a copy does "
         "(counted the same way, bytes read + written), and the faster of the two measured copies (ordinary "

@@ -196,6 +196,11 @@ def test_the_roof_bandwidth_and_the_peak_of_each_dtype():
     peaks = {"fma_gflops": {"float32": 200.0, "float64": 100.0}}
     assert [bench.peak_gflops(peaks, d) for d in ("float32", "float64", "float16", "bfloat16")] == [
         200.0, 100.0, 200.0, 200.0]
+    tiles = {"fma_gflops": {"float32": 200.0, "float64": 100.0, "amx_bf16": 3000.0}, "amx_runs": True}
+    assert [bench.peak_gflops(tiles, "bfloat16", op=op) for op in sorted(bench.AMX_OPS)] == [3000.0] * 3
+    assert bench.peak_gflops(tiles, "bfloat16", op="depthwise_conv2d_native_backprop_filter") == 200.0
+    assert bench.peak_gflops(tiles, "float32", op="conv2d") == 200.0
+    assert bench.peak_gflops({**tiles, "amx_runs": False}, "bfloat16", op="conv2d") == 200.0
 
 
 def _fake_peaks(llc_bytes: int = 32 << 20) -> dict:

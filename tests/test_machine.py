@@ -54,16 +54,19 @@ def test_measure_reports_everything_for_the_kernels_isa():
     # measured where they run (the dot product also where it does not pay).
     dot = cpu.BF16_DOT and cpu.current_isa() == "avx512"
     half = cpu.f16_fma_in_use()
+    amx = cpu.current_isa() == "avx512" and _machine.amx_bf16_available()
     assert set(peaks["fma_gflops"]) == ({"float32", "float64"} | ({"bfloat16_dot"} if dot else set())
-                                        | ({"float16"} if half else set()))
+                                        | ({"float16"} if half else set()) | ({"amx_bf16"} if amx else set()))
     assert all(_positive(v) for v in [*peaks["fma_gflops"].values(), *peaks["bandwidth_gbs"].values()])
     assert peaks["array_bytes"] == TINY_ARRAY and peaks["llc_bytes"] >= 0 and peaks["seconds"] > 0
-    assert len(lines) == 3 + dot + half and all(cpu.current_isa() in line and "2 threads" in line for line in lines)
+    assert len(lines) == 3 + dot + half + amx and all(cpu.current_isa() in line and "2 threads" in line for line in lines)
 
 
-@pytest.mark.parametrize("dtype, name", [("bfloat16_dot", "bfloat16 dot product"), ("float16", "float16 FMA")])
+@pytest.mark.parametrize("dtype, name", [("bfloat16_dot", "bfloat16 dot product"), ("float16", "float16 FMA"),
+                                         ("amx_bf16", "AMX-BF16 tiles")])
 def test_the_half_type_peaks_are_measured_only_where_they_run(dtype, name):
-    runs = cpu.BF16_DOT and cpu.current_isa() == "avx512" if dtype == "bfloat16_dot" else cpu.f16_fma_in_use()
+    runs = {"bfloat16_dot": cpu.BF16_DOT and cpu.current_isa() == "avx512", "float16": cpu.f16_fma_in_use(),
+            "amx_bf16": cpu.current_isa() == "avx512" and _machine.amx_bf16_available()}[dtype]
     if runs:
         assert _positive(_machine.fma_peak_gflops(2, dtype=dtype, seconds=0.001, repeats=1))
     else:
