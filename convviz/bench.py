@@ -158,7 +158,15 @@ CASES = [
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float64"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16"),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16"),
-    # precision="fast": bfloat16 on the CPU's dot-product instruction where it has one.
+    # bfloat16 at the default precision: on AMX tiles where the CPU has them.
+    _fwd("fwd_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
+    _fwd("fwd_stem", 4, 224, 224, 3, 64, 7, 2, 1, dtype="bfloat16"),
+    _fwd("fwd_pointwise", 8, 28, 28, 256, 256, 1, 1, 1, dtype="bfloat16"),
+    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
+    _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
+    _bpf("bpf_pointwise", 8, 28, 28, 256, 256, 1, 1, 1, dtype="bfloat16"),
+    # precision="fast": bfloat16 on the CPU's dot-product instruction where it
+    # has one (on AMX tiles where they run: exact products, so the same contract).
     _bpi("bpi_cifar", 8, 32, 32, 16, 32, 3, 1, 1, dtype="bfloat16", precision="fast"),
     _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16", precision="fast"),
     _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="bfloat16", precision="fast"),
