@@ -59,7 +59,11 @@ struct Conv2dAmxArgs : ConvDims {
     // holds KW * cin_g useful values, not cin_g.  A tile row then reads on into
     // the next pixels, which meet zero weights: the input must be finite.
     int merged;
-    idx row_taps, k_len;  // taps per kernel row (KW, or 1 merged); reduction values per tap
+    idx row_taps, k_len;
+    // Whether a unit is a run of pixel blocks through every channel block (a
+    // filter that stays in cache), else one channel block over a run; the units.
+    int pixels_outer;
+    idx units;  // taps per kernel row (KW, or 1 merged); reduction values per tap
     void* staged;
     void* packed;
     unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
@@ -95,6 +99,10 @@ namespace cvz {
 bool amx_bf16_usable() { return amx_unusable_reason()[0] == '\0'; }
 
 const char* amx_bf16_unusable_reason() { return amx_unusable_reason(); }
+
+// A packed filter up to this size stays in a core's L2 cache (2 MiB on
+// Sapphire and Emerald Rapids) beside the rows and results passing by.
+constexpr idx AMX_CACHED_FILTER_BYTES = 1 << 20;
 
 // Tile rows computed for a run of `pixels` output pixels: blocks of two
 // 16-pixel tiles, the last of one tile where 16 or fewer pixels remain.
@@ -144,15 +152,21 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     a->packed_elems = a->G * a->n_tiles * a->KH * a->row_taps * a->k_chunks * AMX_B_TILE;
     a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->row_taps * a->n_tiles;
     a->blocks_per_group = (a->n_tiles + 1) / 2;
-    // Runs of rows per block: enough units for every thread to claim about
-    // eight runs (so a descheduled thread holds up little), each as long as
-    // that allows (a block's filter is read once per run).
+    // The order of the work: where the packed filter fits a core's L2 cache
+    // (AMX_CACHED_FILTER_BYTES) each pixel block passes through every channel
+    // block while its input rows are in L1 (read from memory once); a bigger
+    // filter is read block by block, each channel block over runs of pixel
+    // blocks (its part of the filter read once per run).  Runs: enough units
+    // for every thread to claim about eight (so a descheduled thread holds up
+    // little), each as long as that allows.
     const idx rows = a->N * (a->flat ? a->pixel_blocks : a->OH), blocks = a->G * a->blocks_per_group;
-    idx runs = (8 * (idx)threads + blocks - 1) / blocks;
-    a->row_runs = threads <= 1 ? 1 : runs < rows ? runs : rows;
+    a->pixels_outer = a->packed_elems * 2 <= AMX_CACHED_FILTER_BYTES;
+    const idx runs = a->pixels_outer ? 8 * (idx)threads : (8 * (idx)threads + blocks - 1) / blocks;
+    a->row_runs = threads <= 1 && !a->pixels_outer ? 1 : runs < rows ? runs : rows;
+    a->units = a->pixels_outer ? a->row_runs : blocks * a->row_runs;
     // Per thread: the tile configuration, the float32 results of 32 x 32, the
-    // taps' A and B addresses.
-    a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * a->KH * a->row_taps * (idx)sizeof(void*);
+    // taps' A and B addresses and numbers.
+    a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + a->KH * a->row_taps * (2 * (idx)sizeof(void*) + (idx)sizeof(idx));
     return 1;
 }
 
@@ -361,86 +375,101 @@ void amx_store(const Conv2dAmxArgs* a, idx offset, idx pixels, idx channels, con
 void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
     const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
     amx_configure_tiles(raw);
+    const idx taps = a->KH * a->row_taps, row_taps = a->row_taps;
     float* c = (float*)((char*)raw + AMX_CONFIG_BYTES);
     const std::uint16_t** tap_a = (const std::uint16_t**)((char*)c + AMX_RESULT_BYTES);
-    const std::uint16_t** tap_b = tap_a + a->KH * a->row_taps;
-
-    const idx block = unit / a->row_runs, run = unit % a->row_runs;
-    const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;
-    const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
-    const idx c0 = tile_n * AMX_TILE_N;
-    const idx channels = a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
-    const idx taps = a->KH * a->row_taps, row_taps = a->row_taps;
-    const std::uint16_t* staged = (const std::uint16_t*)a->staged + (a->merged ? 0 : g * a->k_chunks * AMX_CHUNK);
+    const std::uint16_t** tap_b = tap_a + taps;
+    idx* tap_of = (idx*)(tap_b + taps);  // kh * row_taps + kw of each tap in tap_a
     const std::uint16_t* packed = (const std::uint16_t*)a->packed;
+    const std::uint16_t* staged = (const std::uint16_t*)a->staged;
     const idx b_next = taps * a->k_chunks * AMX_B_TILE;
     const idx pitch = a->pixel_pitch;
     const idx a_stride = a->sw * pitch * 2;
     const idx a_second = AMX_TILE_M * a->sw * pitch;
-    const idx y_channel = (g * a->cout_g + c0) * a->y_s[3];
-    // The 32 x 32 results of `pixels` output pixels, tap_a at the first.
-    auto tiles = [&](idx n_taps, idx pixels) {
+    // Units: one channel block over a run of pixel blocks (rows), or
+    // (pixels_outer) a run of pixel blocks, each through every channel block
+    // while its input rows are in the core's cache.
+    const idx blocks = a->G * a->blocks_per_group;
+    const idx block_first = a->pixels_outer ? 0 : unit / a->row_runs;
+    const idx block_end = a->pixels_outer ? blocks : block_first + 1;
+    const idx run = a->pixels_outer ? unit : unit % a->row_runs;
+    // Channel block `block`'s results for `pixels` output pixels (tap_a at the
+    // first, group 0's channels) into c; returns its channels and sets *y_channel.
+    auto compute = [&](idx block, idx n_taps, idx pixels, idx* y_channel) {
+        const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;
+        const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
+        const idx c0 = tile_n * AMX_TILE_N;
+        const idx group_shift = a->merged ? 0 : g * a->k_chunks * AMX_CHUNK;
+        for (idx t = 0; t < n_taps; ++t) {
+            tap_a[t] += group_shift;
+            tap_b[t] = packed + ((g * a->n_tiles + tile_n) * taps + tap_of[t]) * a->k_chunks * AMX_B_TILE;
+        }
         const bool two_m = pixels > AMX_TILE_M;
         if (two_m && nt == 2) amx_tiles<2, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
         else if (two_m) amx_tiles<2, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
         else if (nt == 2) amx_tiles<1, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
         else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
-    };
-    auto b_of = [&](idx kh, idx kw) {
-        return packed + ((g * a->n_tiles + tile_n) * taps + kh * row_taps + kw) * a->k_chunks * AMX_B_TILE;
+        for (idx t = 0; t < n_taps; ++t) tap_a[t] -= group_shift;
+        *y_channel = (g * a->cout_g + c0) * a->y_s[3];
+        return a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
     };
     if (a->flat) {
         // Blocks of 32 output pixels m = oh * row_pixels + ow of an image; every
         // tap reads the padded rows (zero where they are padding).
-        const idx rp = a->row_pixels, image_pixels = a->OH * rp, blocks = a->N * a->pixel_blocks;
-        const idx begin = blocks * run / a->row_runs, end = blocks * (run + 1) / a->row_runs;
-        for (idx kh = 0; kh < a->KH; ++kh)
-            for (idx kw = 0; kw < row_taps; ++kw) tap_b[kh * row_taps + kw] = b_of(kh, kw);
+        const idx rp = a->row_pixels, image_pixels = a->OH * rp, items = a->N * a->pixel_blocks;
+        const idx begin = items * run / a->row_runs, end = items * (run + 1) / a->row_runs;
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
             const std::uint16_t* image = staged + n * a->image_elems;
             for (idx kh = 0; kh < a->KH; ++kh)
-                for (idx kw = 0; kw < row_taps; ++kw)
+                for (idx kw = 0; kw < row_taps; ++kw) {
                     tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
-            tiles(taps, pixels);
-            for (idx m = m0; m < m0 + pixels;) {  // the real output pixels, row by row
-                const idx oh = m / rp, ow = m % rp;
-                if (ow >= a->OW) {
-                    m += rp - ow;
-                    continue;
+                    tap_of[kh * row_taps + kw] = kh * row_taps + kw;
                 }
-                const idx run_len = a->OW - ow < m0 + pixels - m ? a->OW - ow : m0 + pixels - m;
-                amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow * a->y_s[2] + y_channel, run_len, channels,
-                          c + (m - m0) * 2 * AMX_TILE_N);
-                m += run_len;
+            for (idx block = block_first; block < block_end; ++block) {
+                idx y_channel;
+                const idx channels = compute(block, taps, pixels, &y_channel);
+                for (idx m = m0; m < m0 + pixels;) {  // the real output pixels, row by row
+                    const idx oh = m / rp, ow = m % rp;
+                    if (ow >= a->OW) {
+                        m += rp - ow;
+                        continue;
+                    }
+                    const idx run_len = a->OW - ow < m0 + pixels - m ? a->OW - ow : m0 + pixels - m;
+                    amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow * a->y_s[2] + y_channel, run_len, channels,
+                              c + (m - m0) * 2 * AMX_TILE_N);
+                    m += run_len;
+                }
             }
         }
-        _tile_release();
-        return;
-    }
-    const idx rows = a->N * a->OH;
-    const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
-    for (idx row = row_begin; row < row_end; ++row) {
-        const idx n = row / a->OH, oh = row % a->OH;
-        idx n_taps = 0;
-        for (idx kh = 0; kh < a->KH; ++kh) {
-            const idx ih = oh * a->sh - a->pt + kh * a->dh;
-            if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
-            const std::uint16_t* in_row = staged + n * a->image_elems + ih * a->row_pixels * pitch;
-            for (idx kw = 0; kw < row_taps; ++kw) {
-                tap_a[n_taps] = in_row + kw * a->dw * pitch;
-                tap_b[n_taps] = b_of(kh, kw);
-                ++n_taps;
+    } else {
+        const idx rows = a->N * a->OH;
+        const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
+        for (idx row = row_begin; row < row_end; ++row) {
+            const idx n = row / a->OH, oh = row % a->OH;
+            idx n_taps = 0;
+            for (idx kh = 0; kh < a->KH; ++kh) {
+                const idx ih = oh * a->sh - a->pt + kh * a->dh;
+                if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
+                const std::uint16_t* in_row = staged + n * a->image_elems + ih * a->row_pixels * pitch;
+                for (idx kw = 0; kw < row_taps; ++kw) {
+                    tap_a[n_taps] = in_row + kw * a->dw * pitch;
+                    tap_of[n_taps] = kh * row_taps + kw;
+                    ++n_taps;
+                }
             }
-        }
-        for (idx ow0 = 0; ow0 < a->OW; ow0 += 2 * AMX_TILE_M) {
-            const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
-            const idx shift = ow0 * a->sw * pitch;
-            for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
-            tiles(n_taps, pixels);
-            for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
-            amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] + y_channel, pixels, channels, c);
+            for (idx ow0 = 0; ow0 < a->OW; ow0 += 2 * AMX_TILE_M) {
+                const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
+                const idx shift = ow0 * a->sw * pitch;
+                for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
+                for (idx block = block_first; block < block_end; ++block) {
+                    idx y_channel;
+                    const idx channels = compute(block, n_taps, pixels, &y_channel);
+                    amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] + y_channel, pixels, channels, c);
+                }
+                for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
+            }
         }
     }
     _tile_release();

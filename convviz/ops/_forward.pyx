@@ -78,7 +78,7 @@ cdef extern from * namespace "cvz" nogil:
         void* y
         int y_type
         idx y_s[4]
-        idx staged_elems, packed_elems, stage_units, blocks_per_group, row_runs, scratch_bytes
+        idx staged_elems, packed_elems, stage_units, units, scratch_bytes
         void* staged
         void* packed
         unsigned char* least_exponent
@@ -218,7 +218,7 @@ cdef Py_ssize_t _forward_amx(cnp.ndarray input, cnp.ndarray filter, cnp.ndarray 
     cdef int threads = threads_for(work, min_parallel_work, n_threads, a.N * a.OH)
     if not conv2d_amx_prepare(&a, threads):
         return -1
-    cdef idx units = a.G * a.blocks_per_group * a.row_runs
+    cdef idx units = a.units
     if threads > units:
         threads = <int>units
     cdef size_t staged_bytes = <size_t>a.staged_elems * 2
