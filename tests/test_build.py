@@ -37,9 +37,14 @@ def test_show_versions_reports_the_build(capsys):
     assert f"location: {os.path.dirname(convviz.__file__)}" in printed
     from convviz._info import cpu_model_and_flags
 
+    from convviz._backends import cpu
+
     has_amx = any(flag.startswith("amx_") and flag != "amx_tile" for flag in cpu_model_and_flags()[1])
     assert printed.count("amx: ") == 1
-    assert convviz.show_versions(as_dict=True)["amx"].startswith("the CPU has AMX" if has_amx else "no: ")
+    amx = convviz.show_versions(as_dict=True)["amx"]
+    # "yes: ..." where bfloat16 runs on the tiles, else "no: " and why; the CPU's tiles named either way.
+    assert amx.startswith("yes: the CPU has AMX" if cpu.amx_in_use() else "no: ")
+    assert ("the CPU has AMX" in amx) == has_amx
     info = convviz.show_versions(as_dict=True)
     assert info["openmp"] == convviz.openmp_enabled()
     assert "cupy" in info
