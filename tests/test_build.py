@@ -98,7 +98,9 @@ def _assert_own_code_strict_and_clean(log: str, compiler: str) -> None:
     """Every _ext/*.cpp was compiled by `compiler` with -Wall -Wextra -Werror, and
     the whole build printed no warning from an _ext/ file."""
     own = [line for line in log.splitlines() if re.search(r"\s-c\s+_ext[/\\]\w+\.cpp\b", line)]
-    assert len(own) == len(list((ROOT / "_ext").glob("*.cpp"))), "\n".join(own) or log[-3000:]
+    # Every file at least once (cvz_isa.cpp is linked into several modules).
+    compiled = {re.search(r"_ext[/\\](\w+)\.cpp", line).group(1) for line in own}
+    assert compiled == {path.stem for path in (ROOT / "_ext").glob("*.cpp")}, "\n".join(own) or log[-3000:]
     for line in own:
         assert line.split()[0].endswith(compiler), line
         assert {"-Wall", "-Wextra", "-Werror"} <= set(line.split()), line

@@ -37,3 +37,23 @@ def filter_grad(
     Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``isa``: an index
     of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64.
     """
+
+def filter_grad_amx(
+    input: _FloatArray,
+    out_backprop: _FloatArray,
+    filter_grad: _FloatArray,
+    out_type: int,
+    stride_h: int,
+    stride_w: int,
+    dil_h: int,
+    dil_w: int,
+    pad_top: int,
+    pad_left: int,
+    groups: int,
+    n_threads: int,
+    min_parallel_work: float,
+) -> int:
+    """``filter_grad`` for bfloat16 on AMX tiles; the scratch bytes used, or -1 (nothing written) where it does not apply."""
+
+def last_ran_on_amx() -> bool:
+    """Whether the calling process's most recent ``filter_grad`` or ``filter_grad_amx`` call ran on AMX tiles."""
