@@ -179,7 +179,7 @@ class Plan(cpu.ConvPlan):
         self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
         self.bfloat16 = self.code == cpu.BFLOAT16_CODE
         self.on_forward = not (self.int32 or self.empty) and _on_forward_kernel(g, 8 if self.f64 else 4)
-        self.phases: list[PhaseConvolution] | None = None
+        self.phases: list[PhaseConvolution] = []  # (filled where the forward kernel may run)
         self.zeros: list[tuple[slice, slice]] = []
         # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call).
         if self.on_forward or (self.bfloat16 and not self.empty):
