@@ -190,13 +190,15 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
     a->least_exponent[row] = (unsigned char)((scan.non_finite ? 0x80 : 0) | (least / 2));
 }
 
-// Output-gradient row (n, oh) pair-interleaved: [pair q][g * co_pad + co][e] =
-// dy[n, oh, 2q + e, g * cout_g + co] (zero past OW and cout_g).
+// Output-gradient row (n, oh) pair-interleaved, as whole B tiles: [32-pixel
+// chunk][tile of 16 channels][pair q % 16][channel][e] = dy[n, oh, 2q + e,
+// g * cout_g + co] (zero past OW and cout_g): a tile is 1 KiB in a row, not
+// 16 rows a whole pixel pair apart.
 void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
     const idx n = row / a->OH, oh = row % a->OH;
     const std::uint16_t* dy = (const std::uint16_t*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
     std::uint16_t* dst = (std::uint16_t*)a->dy_staged + row * a->dy_row_elems;
-    const idx width = a->G * a->co_pad;  // channels of a pair row
+    const idx tiles_per_pair = a->G * a->co_pad / 16;  // B tiles side by side in a 32-pixel chunk
     const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     ExponentScan scan;
@@ -223,7 +225,9 @@ void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                     valid |= lanes << (16 * e);
                 }
                 scan.add(both, valid);
-                _mm512_storeu_si512(dst + (q * width + g * a->co_pad + c0) * 2, _mm512_permutexvar_epi16(interleave, both));
+                // The B tile (32-pixel chunk q / 16, 16 channels from g * co_pad + c0), row q % 16.
+                std::uint16_t* tile = dst + ((q / 16) * tiles_per_pair + (g * a->co_pad + c0) / 16) * AMX_B_TILE;
+                _mm512_storeu_si512(tile + (q % 16) * 32, _mm512_permutexvar_epi16(interleave, both));
             }
     a->least_exponent[a->N * a->H + row] = scan.result(true);
 }
@@ -249,7 +253,7 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
     const idx kh = tap / a->KW, kw = tap % a->KW;
     const idx phase = (kw * a->dw) % a->sw, shift = (kw * a->dw) / a->sw;
     const idx pixels = a->x_row_pixels;
-    const idx a_stride = pixels * 2, b_width = a->G * a->co_pad, b_stride = b_width * 4;
+    const idx a_stride = pixels * 2, tiles_per_pair = a->G * a->co_pad / 16;
     const idx rows = a->N * a->OH, first = chunk * a->chunk_rows;
     const idx last = first + a->chunk_rows < rows ? first + a->chunk_rows : rows;
     const idx pixel_chunks = a->ow_pad / 32;
@@ -268,7 +272,7 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
         const std::uint16_t* xa = (const std::uint16_t*)a->x_staged + (n * a->H + ih) * a->x_row_elems +
                                   ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
         const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + row * a->dy_row_elems +
-                                  (g * a->co_pad + cob * 32) * 2;
+                                  ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
         for (idx pc = 0; pc < pixel_chunks; ++pc) {
             const std::uint16_t* a0 = xa + pc * 32;
             idx stride = a_stride;
@@ -279,11 +283,11 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
                 a0 = a_copy;
                 stride = 64;
             }
-            const std::uint16_t* b0 = yb + pc * 16 * b_width * 2;
+            const std::uint16_t* b0 = yb + pc * tiles_per_pair * AMX_B_TILE;
             _tile_loadd(4, a0, stride);
             _tile_loadd(5, a0 + 16 * (stride / 2), stride);
-            _tile_loadd(6, b0, b_stride);
-            _tile_loadd(7, b0 + 32, b_stride);
+            _tile_loadd(6, b0, 64);
+            _tile_loadd(7, b0 + AMX_B_TILE, 64);
             _tile_dpbf16ps(0, 4, 6);
             _tile_dpbf16ps(1, 4, 7);
             _tile_dpbf16ps(2, 5, 6);
