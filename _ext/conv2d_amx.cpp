@@ -63,7 +63,14 @@ struct Conv2dAmxArgs : ConvDims {
     // Whether a unit is a run of pixel blocks through every channel block (a
     // filter that stays in cache), else one channel block over a run; the units.
     int pixels_outer;
-    idx units;  // taps per kernel row (KW, or 1 merged); reduction values per tap
+    idx units;
+    // A pointwise, stride-1 call on packed NHWC input whose channels fill whole
+    // chunks: the staged image would be the input itself, so the tiles read it
+    // where it is (staging only scans it for the exactness check); the last
+    // block of each image reads its pixels through a zeroed copy in the
+    // thread's scratch at tail_offset (past the input's end for the last image).
+    int direct;
+    idx tail_offset;  // taps per kernel row (KW, or 1 merged); reduction values per tap
     void* staged;
     void* packed;
     unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
@@ -148,7 +155,11 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
-    a->staged_elems = a->N * a->image_elems;
+    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->Cin % AMX_CHUNK == 0 &&
+                a->pt == 0 && a->pl == 0 && a->OH == a->H && a->OW == a->W && a->x_s[3] == 1 &&
+                a->x_s[2] == a->Cin && a->x_s[1] == a->W * a->Cin;
+    if (a->direct) a->image_elems = a->x_s[0];
+    a->staged_elems = a->direct ? 0 : a->N * a->image_elems;
     a->packed_elems = a->G * a->n_tiles * a->KH * a->row_taps * a->k_chunks * AMX_B_TILE;
     a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->row_taps * a->n_tiles;
     a->blocks_per_group = (a->n_tiles + 1) / 2;
@@ -167,6 +178,8 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     // Per thread: the tile configuration, the float32 results of 32 x 32, the
     // taps' A and B addresses and numbers.
     a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + a->KH * a->row_taps * (2 * (idx)sizeof(void*) + (idx)sizeof(idx));
+    a->tail_offset = round_up(a->scratch_bytes, 64);
+    if (a->direct) a->scratch_bytes = a->tail_offset + 2 * AMX_TILE_M * a->pixel_pitch * 2;
     return 1;
 }
 
@@ -253,6 +266,17 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
 // and past the row), so the buffer needs no zeroing first.
 static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     const idx n = row / a->staged_rows, r = row % a->staged_rows, ih = a->first_row + r;
+    if (a->direct) {  // the tiles read the input where it is: only its exponents
+        const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+        const idx count = a->W * a->Cin;
+        ExponentScan scan;
+        for (idx e = 0; e < count; e += 32) {
+            const __mmask32 lanes = first_lanes(count - e);
+            scan.add(_mm512_maskz_loadu_epi16(lanes, x + e), lanes);
+        }
+        a->least_exponent[row] = scan.result(false);
+        return;
+    }
     std::uint16_t* dst = (std::uint16_t*)a->staged + n * a->image_elems + r * a->row_pixels * a->pixel_pitch;
     const idx chunk_elems = a->k_chunks * AMX_CHUNK, pitch = a->pixel_pitch;
     if (a->flat && r == a->staged_rows - 1)  // the slack past the image's last row
@@ -421,12 +445,18 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
-            const std::uint16_t* image = staged + n * a->image_elems;
+            const std::uint16_t* image = a->direct ? (const std::uint16_t*)a->x + n * a->x_s[0] : staged + n * a->image_elems;
             for (idx kh = 0; kh < a->KH; ++kh)
                 for (idx kw = 0; kw < row_taps; ++kw) {
                     tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
                     tap_of[kh * row_taps + kw] = kh * row_taps + kw;
                 }
+            if (a->direct && pixels < 2 * AMX_TILE_M) {  // (1x1: one tap) the image's last pixels, zero after
+                std::uint16_t* tail = (std::uint16_t*)((char*)raw + a->tail_offset);
+                std::memcpy(tail, tap_a[0], (std::size_t)(pixels * pitch) * 2);
+                std::memset(tail + pixels * pitch, 0, (std::size_t)((2 * AMX_TILE_M - pixels) * pitch) * 2);
+                tap_a[0] = tail;
+            }
             for (idx block = block_first; block < block_end; ++block) {
                 idx y_channel;
                 const idx channels = compute(block, taps, pixels, &y_channel);

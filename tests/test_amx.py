@@ -43,6 +43,9 @@ GEOMETRIES = [
     (2, 8, 9, 64, 96, 1, 2, 1, 2, "NHWC", "SAME"),
     (1, 7, 7, 48, 64, 5, 1, 1, 1, "NHWC", "EXPLICIT"),
     (1, 10, 34, 32, 48, 3, 1, 1, 1, "NCHW", "SAME"),
+    # Pointwise on 96 and 64 channels: the tiles read the input (the forward
+    # pass) and the output gradient (the input gradient) where they are.
+    (2, 5, 7, 96, 64, 1, 1, 1, 1, "NHWC", "SAME"),
 ]
 
 
@@ -155,7 +158,7 @@ def _filter_grad_bound(args):
 # The filter gradient's: a 1x1 filter with few useful channels after the
 # tiles' padding runs on AVX-512 (below), so the grouped 1x1 row is replaced
 # by a wide 1x1 one and a grouped 3x3 one.
-FILTER_GEOMETRIES = GEOMETRIES[:3] + GEOMETRIES[4:] + [
+FILTER_GEOMETRIES = GEOMETRIES[:3] + GEOMETRIES[4:6] + [
     (2, 8, 64, 64, 96, 1, 2, 1, 1, "NHWC", "SAME"),
     (1, 9, 20, 64, 64, 3, 1, 1, 2, "NHWC", "SAME"),
 ]
@@ -249,10 +252,12 @@ def test_tiles_give_the_same_bits_for_any_thread_count(row, rng):
 
 
 @needs_amx
-def test_nonfinite_inputs_land_where_the_reference_puts_them(rng):
-    args = _forward_call(GEOMETRIES[0], rng)
+@pytest.mark.parametrize("row", [GEOMETRIES[0], GEOMETRIES[-1]], ids=["staged", "in place"])
+def test_nonfinite_inputs_land_where_the_reference_puts_them(row, rng):
+    args = _forward_call(row, rng)
     args[0][0, 4, 5, 3] = np.inf
     args[0][1, 0, 0, 7] = np.nan
+    args[0][-1, -1, -1, -1] = np.nan  # the last pixel: read through the copy of the image's tail
     y = convviz.conv2d(*args)
     assert _forward.last_ran_on_amx()
     exact = reference.conv2d(args[0].astype(np.float64), args[1].astype(np.float64), *args[2:])
