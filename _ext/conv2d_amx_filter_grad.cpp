@@ -130,16 +130,32 @@ CVZ_AMX_PUSH
 
 namespace {
 
+// Lane indices of the transpose's five rounds (block size b = 16, 8, 4, 2, 1):
+// the top row of a pair keeps its lanes j with j & b clear and takes the
+// bottom row's lanes j - b for the others; the bottom row the converse.
+// (Computed by the compiler: a constructor run as the module loads would be
+// AVX-512 code, run on every CPU.)
+struct TransposeIndices {
+    alignas(64) std::uint16_t lo[5][32];
+    alignas(64) std::uint16_t hi[5][32];
+};
+constexpr TransposeIndices transpose_indices() {
+    TransposeIndices t{};
+    for (int round = 0, b = 16; round < 5; ++round, b /= 2)
+        for (int j = 0; j < 32; ++j) {
+            t.lo[round][j] = (std::uint16_t)((j & b) ? 32 + j - b : j);
+            t.hi[round][j] = (std::uint16_t)((j & b) ? 32 + j : j + b);
+        }
+    return t;
+}
+constexpr TransposeIndices TRANSPOSE_INDICES = transpose_indices();
+
 // The 32 x 32 matrix of 16-bit values in r[0..32) transposed in place: five
 // rounds of swapping the off-diagonal halves of ever smaller blocks.
 inline void transpose_32x32_u16(__m512i r[32]) {
-    for (int b = 16; b >= 1; b /= 2) {
-        alignas(64) std::uint16_t lo_idx[32], hi_idx[32];
-        for (int j = 0; j < 32; ++j) {
-            lo_idx[j] = (std::uint16_t)((j & b) ? 32 + j - b : j);
-            hi_idx[j] = (std::uint16_t)((j & b) ? 32 + j : j + b);
-        }
-        const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
+    for (int round = 0, b = 16; round < 5; ++round, b /= 2) {
+        const __m512i lo = _mm512_load_si512(TRANSPOSE_INDICES.lo[round]);
+        const __m512i hi = _mm512_load_si512(TRANSPOSE_INDICES.hi[round]);
         for (int i = 0; i < 32; ++i) {
             if (i & b) continue;
             const __m512i top = r[i], bottom = r[i + b];
@@ -166,6 +182,18 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                 const __mmask32 lanes = first_lanes(a->cin_g - c0);
                 std::uint16_t* out = dst + ((phase * a->G + g) * a->ci_pad + c0) * pixels;
                 for (idx j0 = 0; j0 < pixels; j0 += 32) {
+                    const idx iw0 = j0 * a->sw + phase - a->pl, iw31 = (j0 + 31) * a->sw + phase - a->pl;
+                    if (a->x_s[3] == 1 && lanes != 0 && iw0 >= 0 && iw31 < a->W) {  // every row a real column
+                        const std::uint16_t* src = x + iw0 * a->x_s[2] + (g * a->cin_g + c0);
+                        const idx step = a->sw * a->x_s[2];
+                        for (int i = 0; i < 32; ++i) {
+                            r[i] = _mm512_maskz_loadu_epi16(lanes, src + i * step);
+                            scan.add(r[i], lanes);
+                        }
+                        transpose_32x32_u16(r);
+                        for (int i = 0; i < 32; ++i) _mm512_storeu_si512(out + i * pixels + j0, r[i]);
+                        continue;
+                    }
                     for (int i = 0; i < 32; ++i) {
                         const idx iw = (j0 + i) * a->sw + phase - a->pl;
                         if (iw < 0 || iw >= a->W || lanes == 0) {
