@@ -150,19 +150,37 @@ constexpr TransposeIndices transpose_indices() {
 }
 constexpr TransposeIndices TRANSPOSE_INDICES = transpose_indices();
 
-// The 32 x 32 matrix of 16-bit values in r[0..32) transposed in place: five
-// rounds of swapping the off-diagonal halves of ever smaller blocks.
-inline void transpose_32x32_u16(__m512i r[32]) {
-    for (int round = 0, b = 16; round < 5; ++round, b /= 2) {
+// Rounds `first` to 4 (blocks of 16 >> first) of the transpose on rows
+// r[0..rows): after round 0 the two halves of 16 rows are independent, so each
+// is finished while its 16 rows stay in registers.
+template <int ROWS>
+inline void transpose_rounds(__m512i* r, int first) {
+    for (int round = first, b = 16 >> first; round < 5; ++round, b /= 2) {
         const __m512i lo = _mm512_load_si512(TRANSPOSE_INDICES.lo[round]);
         const __m512i hi = _mm512_load_si512(TRANSPOSE_INDICES.hi[round]);
-        for (int i = 0; i < 32; ++i) {
+        CVZ_UNROLL(32)
+        for (int i = 0; i < ROWS; ++i) {
             if (i & b) continue;
             const __m512i top = r[i], bottom = r[i + b];
             r[i] = _mm512_permutex2var_epi16(top, lo, bottom);
             r[i + b] = _mm512_permutex2var_epi16(top, hi, bottom);
         }
     }
+}
+
+// The 32 x 32 matrix of 16-bit values in r[0..32) transposed in place: five
+// rounds of swapping the off-diagonal halves of ever smaller blocks.
+inline void transpose_32x32_u16(__m512i r[32]) {
+    const __m512i lo = _mm512_load_si512(TRANSPOSE_INDICES.lo[0]);
+    const __m512i hi = _mm512_load_si512(TRANSPOSE_INDICES.hi[0]);
+    CVZ_UNROLL(16)
+    for (int i = 0; i < 16; ++i) {  // round 0: rows i and i + 16
+        const __m512i top = r[i], bottom = r[i + 16];
+        r[i] = _mm512_permutex2var_epi16(top, lo, bottom);
+        r[i + 16] = _mm512_permutex2var_epi16(top, hi, bottom);
+    }
+    transpose_rounds<16>(r, 1);
+    transpose_rounds<16>(r + 16, 1);
 }
 
 // Input row (n, ih) transposed: [phase r][g * ci_pad + ci][j] = x[n, ih,
