@@ -67,6 +67,15 @@ cdef inline void* scratch_alloc(size_t bytes) except NULL:
     return p
 
 
+cdef inline void* scratch_alloc_unzeroed(size_t bytes) except NULL:
+    """64-byte aligned scratch a kernel writes in full before reading (free with
+    free_aligned); at least one byte; MemoryError if none."""
+    cdef void* p = alloc_aligned(bytes if bytes else 1)
+    if p == NULL:
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
+    return p
+
+
 # A kernel's unit of parallel work (one output row, one block of a reduction):
 # args is the op's argument struct, scratch this thread's zeroed scratch.
 ctypedef void (*UnitFn)(const void* args, int isa, int f64, idx unit, void* scratch) noexcept nogil

@@ -20,8 +20,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (ConvDims, alloc_aligned, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, threads_for)
+from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+                   run_units, scratch_alloc, scratch_alloc_unzeroed, threads_for)
 
 cnp.import_array()
 
@@ -89,13 +89,6 @@ def last_ran_on_amx():
     return bool(_ran_on_amx)
 
 
-cdef inline void* _unzeroed(size_t bytes) except NULL:
-    cdef void* p = alloc_aligned(bytes if bytes else 1)
-    if p == NULL:
-        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
-    return p
-
-
 def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray filter_grad, int out_type,
                     Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                     Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
@@ -132,10 +125,10 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     cdef Py_ssize_t used = x_bytes + dy_bytes + partial_bytes + a.stage_units
     try:
         # (Staging writes every element, and every unit its partial sum: no zeroing.)
-        a.x_staged = _unzeroed(x_bytes)
-        a.dy_staged = _unzeroed(dy_bytes)
-        a.partial = <float*>_unzeroed(partial_bytes)
-        a.least_exponent = <unsigned char*>_unzeroed(a.stage_units)
+        a.x_staged = scratch_alloc_unzeroed(x_bytes)
+        a.dy_staged = scratch_alloc_unzeroed(dy_bytes)
+        a.partial = <float*>scratch_alloc_unzeroed(partial_bytes)
+        a.least_exponent = <unsigned char*>scratch_alloc_unzeroed(a.stage_units)
         run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, a.stage_units, threads, 0)
         if not conv2d_amx_filter_grad_exact(&a):
             return -1

@@ -24,8 +24,8 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (ConvDims, alloc_aligned, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, threads_for)
+from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
+                   run_units, scratch_alloc, scratch_alloc_unzeroed, threads_for)
 
 cnp.import_array()
 
@@ -187,13 +187,6 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     return used
 
 
-cdef inline void* aligned_alloc_or_raise(size_t bytes) except NULL:
-    cdef void* p = alloc_aligned(bytes if bytes else 1)
-    if p == NULL:
-        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
-    return p
-
-
 cdef Py_ssize_t _forward_amx(cnp.ndarray input, cnp.ndarray filter, cnp.ndarray output, int y_type,
                              idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top, idx pad_left,
                              idx groups, int n_threads, double min_parallel_work) except -2:
@@ -226,8 +219,8 @@ cdef Py_ssize_t _forward_amx(cnp.ndarray input, cnp.ndarray filter, cnp.ndarray 
     cdef Py_ssize_t used = staged_bytes + packed_bytes + a.stage_units
     try:
         # (Staging and packing write every element: no zeroing first.)
-        a.packed = aligned_alloc_or_raise(packed_bytes)
-        a.staged = aligned_alloc_or_raise(staged_bytes)
+        a.packed = scratch_alloc_unzeroed(packed_bytes)
+        a.staged = scratch_alloc_unzeroed(staged_bytes)
         a.least_exponent = <unsigned char*>scratch_alloc(a.stage_units)
         # One parallel region stages the input rows and packs the filter.
         run_units(conv2d_amx_stage, &a, 0, 0, a.stage_units, threads, 0)
