@@ -60,6 +60,10 @@ struct Conv2dAmxArgs : ConvDims {
     // the next pixels, which meet zero weights: the input must be finite.
     int merged;
     idx row_taps, k_len;
+    // Reduction values a tile reads per chunk: 32, or, where one chunk holds a
+    // tap's k_len values, k_len rounded up to even (16 channels: half a chunk's
+    // products, none of them zeros); a group's values in a staged pixel.
+    idx k_tile, group_elems;
     // Whether a unit is a run of pixel blocks through every channel block (a
     // filter that stays in cache), else one channel block over a run; the units.
     int pixels_outer;
@@ -129,10 +133,12 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     if (a->k_len < (a->merged ? 8 : 16)) return 0;
     if (!amx_bf16_usable()) return 0;  // (its first call asks Linux for the tile state)
     a->k_chunks = (a->k_len + AMX_CHUNK - 1) / AMX_CHUNK;
+    a->k_tile = a->k_chunks == 1 ? round_up(a->k_len, 2) : AMX_CHUNK;
+    a->group_elems = a->k_chunks == 1 ? a->k_tile : a->k_chunks * AMX_CHUNK;
     a->n_tiles = (a->cout_g + AMX_TILE_N - 1) / AMX_TILE_N;
-    a->pixel_pitch = a->merged ? a->Cin : a->G * a->k_chunks * AMX_CHUNK;
+    a->pixel_pitch = a->merged ? a->Cin : a->G * a->group_elems;
     // Pixels a tile row reads from its tap's first (merged: its chunks run on).
-    const idx reach = a->merged ? (a->k_chunks * AMX_CHUNK + a->Cin - 1) / a->Cin : 1;
+    const idx reach = a->merged ? (a->k_tile + a->Cin - 1) / a->Cin : 1;
     const idx span = (a->KW - 1) * a->dw + 1 > reach ? (a->KW - 1) * a->dw + 1 : reach;
     // Per output row, the last tile of a row reads 16 pixels from its first: up
     // to column round_up(OW, 16) - 1 (its extra rows are never stored).  Flat,
@@ -155,7 +161,7 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
-    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->Cin % AMX_CHUNK == 0 &&
+    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->Cin == a->pixel_pitch &&
                 a->pt == 0 && a->pl == 0 && a->OH == a->H && a->OW == a->W && a->x_s[3] == 1 &&
                 a->x_s[2] == a->Cin && a->x_s[1] == a->W * a->Cin;
     if (a->direct) a->image_elems = a->x_s[0];
@@ -278,7 +284,7 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
         return;
     }
     std::uint16_t* dst = (std::uint16_t*)a->staged + n * a->image_elems + r * a->row_pixels * a->pixel_pitch;
-    const idx chunk_elems = a->k_chunks * AMX_CHUNK, pitch = a->pixel_pitch;
+    const idx chunk_elems = a->group_elems, pitch = a->pixel_pitch;
     if (a->flat && r == a->staged_rows - 1)  // the slack past the image's last row
         std::memset(dst + a->row_pixels * pitch, 0,
                     (std::size_t)(a->image_elems - a->staged_rows * a->row_pixels * pitch) * 2);
@@ -314,10 +320,10 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
             const std::uint16_t* src = px + g * a->cin_g * a->x_s[3];
             std::uint16_t* out = d + g * chunk_elems;
             if (a->x_s[3] == 1) {
-                for (idx c = 0; c < chunk_elems; c += 32) {  // whole chunks: zero past cin_g
+                for (idx c = 0; c < chunk_elems; c += 32) {  // the group's values: zero past cin_g
                     const __mmask32 lanes = first_lanes(a->cin_g - c);
                     const __m512i v = _mm512_maskz_loadu_epi16(lanes, src + c);
-                    _mm512_storeu_si512(out + c, v);
+                    _mm512_mask_storeu_epi16(out + c, first_lanes(chunk_elems - c), v);
                     scan.add(v, lanes);
                 }
             } else {
@@ -398,7 +404,7 @@ void amx_store(const Conv2dAmxArgs* a, idx offset, idx pixels, idx channels, con
 
 void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
     const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
-    amx_configure_tiles(raw);
+    amx_configure_tiles(raw, (int)(2 * a->k_tile), (int)(a->k_tile / 2));
     const idx taps = a->KH * a->row_taps, row_taps = a->row_taps;
     float* c = (float*)((char*)raw + AMX_CONFIG_BYTES);
     const std::uint16_t** tap_a = (const std::uint16_t**)((char*)c + AMX_RESULT_BYTES);
@@ -423,7 +429,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         const idx g = block / a->blocks_per_group, tile_n = (block % a->blocks_per_group) * 2;
         const int nt = a->n_tiles - tile_n >= 2 ? 2 : 1;
         const idx c0 = tile_n * AMX_TILE_N;
-        const idx group_shift = a->merged ? 0 : g * a->k_chunks * AMX_CHUNK;
+        const idx group_shift = a->merged ? 0 : g * a->group_elems;
         for (idx t = 0; t < n_taps; ++t) {
             tap_a[t] += group_shift;
             tap_b[t] = packed + ((g * a->n_tiles + tile_n) * taps + tap_of[t]) * a->k_chunks * AMX_B_TILE;

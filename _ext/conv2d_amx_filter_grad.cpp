@@ -68,10 +68,14 @@ void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit,
 
 namespace cvz {
 
-// Pixels a chunk's reduction aims at (its partial sum is stored once per
-// chunk), and the most chunks (partial sums in memory).
-constexpr idx AMX_FG_CHUNK_PIXELS = 4096;
+// A chunk of output rows: its staged input and output-gradient rows take about
+// this many bytes, so that they stay in a core's L2 cache (2 MiB on Sapphire
+// and Emerald Rapids) while every channel block of every tap reads them; at
+// most this many chunks (their partial sums are kept in memory), and at least
+// this many pixels a chunk (each partial sum is stored and added once).
+constexpr idx AMX_FG_CHUNK_BYTES = 1 << 20;
 constexpr idx AMX_FG_MAX_CHUNKS = 64;
+constexpr idx AMX_FG_MIN_CHUNK_PIXELS = 512;
 
 int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a) {
     if (a->cin_g < 16 || a->cout_g < 16 || a->OW <= 0 || a->OH <= 0 || a->N <= 0) return 0;
@@ -96,7 +100,12 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a) {
     a->x_row_elems = a->sw * a->G * a->ci_pad * a->x_row_pixels;
     a->dy_row_elems = a->ow_pad * a->G * a->co_pad;
     const idx rows = a->N * a->OH;
-    idx chunk_rows = (AMX_FG_CHUNK_PIXELS + a->ow_pad - 1) / a->ow_pad;
+    // Staged bytes an output row brings: its output-gradient row, and sh input
+    // rows (the rows between two output rows' first taps).
+    const idx row_bytes = 2 * (a->dy_row_elems + a->sh * a->x_row_elems);
+    idx chunk_rows = AMX_FG_CHUNK_BYTES / row_bytes;
+    const idx min_rows = (AMX_FG_MIN_CHUNK_PIXELS + a->ow_pad - 1) / a->ow_pad;
+    if (chunk_rows < min_rows) chunk_rows = min_rows;
     if ((rows + chunk_rows - 1) / chunk_rows > AMX_FG_MAX_CHUNKS) chunk_rows = (rows + AMX_FG_MAX_CHUNKS - 1) / AMX_FG_MAX_CHUNKS;
     if (chunk_rows > rows) chunk_rows = rows;
     a->chunk_rows = chunk_rows;

@@ -113,9 +113,11 @@ static inline bool amx_sums_exact(int least_a, int least_b) {
 #if CVZ_AMX_COMPILED
 CVZ_AMX_PUSH
 
-// Palette 1, all eight tiles of 16 rows of 64 bytes, loaded from (and kept in)
-// the first AMX_CONFIG_BYTES of a thread's scratch.
-static inline void amx_configure_tiles(void* scratch) {
+// Palette 1, loaded from (and kept in) the first AMX_CONFIG_BYTES of a thread's
+// scratch: tiles 0-3 (results) of 16 rows of 64 bytes, tiles 4-5 (A) of 16
+// rows of `a_bytes` (a reduction shorter than 32 values reads no more), tiles
+// 6-7 (B) of `b_rows` rows (its pairs) of 64 bytes.
+static inline void amx_configure_tiles(void* scratch, int a_bytes = 64, int b_rows = 16) {
     struct alignas(64) TileConfig {
         std::uint8_t palette, start_row, reserved[14];
         std::uint16_t colsb[16];
@@ -125,8 +127,8 @@ static inline void amx_configure_tiles(void* scratch) {
     std::memset(cfg, 0, sizeof(TileConfig));
     cfg->palette = 1;
     for (int t = 0; t < 8; ++t) {
-        cfg->rows[t] = 16;
-        cfg->colsb[t] = 64;
+        cfg->rows[t] = (std::uint8_t)(t >= 6 ? b_rows : 16);
+        cfg->colsb[t] = (std::uint16_t)(t == 4 || t == 5 ? a_bytes : 64);
     }
     _tile_loadconfig(cfg);
 }

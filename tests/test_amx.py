@@ -43,6 +43,8 @@ GEOMETRIES = [
     (2, 8, 9, 64, 96, 1, 2, 1, 2, "NHWC", "SAME"),
     (1, 7, 7, 48, 64, 5, 1, 1, 1, "NHWC", "EXPLICIT"),
     (1, 10, 34, 32, 48, 3, 1, 1, 1, "NCHW", "SAME"),
+    # 24 input channels a group: tiles that read 24 values a row, not a chunk of 32.
+    (1, 6, 9, 48, 32, 3, 1, 1, 2, "NHWC", "SAME"),
     # Pointwise on 96 and 64 channels: the tiles read the input (the forward
     # pass) and the output gradient (the input gradient) where they are.
     (2, 5, 7, 96, 64, 1, 1, 1, 1, "NHWC", "SAME"),
