@@ -97,6 +97,21 @@ void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratc
 int conv2d_amx_exact(const Conv2dAmxArgs* a);
 void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch);
 
+// Several calls as one (the input gradient's stride phases: the same output
+// gradient, disjoint cells of the result): every call's stage units in one
+// parallel region, then every call's block units in another, not two regions
+// per call.  first_stage[c] and first_unit[c] (c <= count) are running sums of
+// the calls' stage_units and units.
+struct Conv2dAmxBatch {
+    const Conv2dAmxArgs* calls;
+    idx count;
+    const idx* first_stage;
+    const idx* first_unit;
+};
+// conv2d_amx_stage / conv2d_amx_block of the call that holds batch unit `unit` (UnitFns).
+void conv2d_amx_batch_stage(const void* batch, int isa, int f64, idx unit, void* scratch);
+void conv2d_amx_batch_block(const void* batch, int isa, int f64, idx unit, void* scratch);
+
 }  // namespace cvz
 
 #endif  // CVZ_CONV2D_AMX_INTERFACE
@@ -108,6 +123,28 @@ void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratc
 namespace cvz {
 
 bool amx_bf16_usable() { return amx_unusable_reason()[0] == '\0'; }
+
+// The call of a batch that holds unit `unit` of the running sums `first`; the unit within it.
+static inline idx batch_call(const idx* first, idx count, idx unit, idx* local) {
+    idx c = 0;
+    while (c + 1 < count && unit >= first[c + 1]) ++c;
+    *local = unit - first[c];
+    return c;
+}
+
+void conv2d_amx_batch_stage(const void* args, int isa, int f64, idx unit, void* scratch) {
+    const Conv2dAmxBatch* b = static_cast<const Conv2dAmxBatch*>(args);
+    idx local;
+    const idx c = batch_call(b->first_stage, b->count, unit, &local);
+    conv2d_amx_stage(&b->calls[c], isa, f64, local, scratch);
+}
+
+void conv2d_amx_batch_block(const void* args, int isa, int f64, idx unit, void* scratch) {
+    const Conv2dAmxBatch* b = static_cast<const Conv2dAmxBatch*>(args);
+    idx local;
+    const idx c = batch_call(b->first_unit, b->count, unit, &local);
+    conv2d_amx_block(&b->calls[c], isa, f64, local, scratch);
+}
 
 const char* amx_bf16_unusable_reason() { return amx_unusable_reason(); }
 

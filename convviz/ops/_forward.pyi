@@ -39,6 +39,10 @@ def forward(
     ``amx``: bfloat16 on AMX tiles where the call suits them.
     """
 
+def forward_amx(calls: list[tuple[_FloatArray, _FloatArray, _FloatArray, tuple[int, int, int, int, int, int, int]]],
+                y_type: int, n_threads: int, min_parallel_work: float) -> int:
+    """Several bfloat16 forward calls on AMX tiles as one; the scratch bytes used, or -1 (nothing written)."""
+
 def amx_usable() -> bool:
     """Whether bfloat16 can run on AMX tiles here (CPU, build, Linux's grant of the tile state)."""
 

@@ -22,6 +22,7 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 """
 
 cimport numpy as cnp
+from libc.stdlib cimport calloc, free
 from cython.parallel cimport prange, threadid
 
 from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
@@ -89,6 +90,13 @@ cdef extern from * namespace "cvz" nogil:
     void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch)
     int conv2d_amx_exact(const Conv2dAmxArgs* a)
     void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch)
+    cdef struct Conv2dAmxBatch:
+        const Conv2dAmxArgs* calls
+        idx count
+        const idx* first_stage
+        const idx* first_unit
+    void conv2d_amx_batch_stage(const void* batch, int isa, int f64, idx unit, void* scratch)
+    void conv2d_amx_batch_block(const void* batch, int isa, int f64, idx unit, void* scratch)
 
 
 def amx_usable():
@@ -132,8 +140,8 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef Py_ssize_t used
     _ran_on_amx = False
     if amx and x_type == 1 and w_type == 1 and not f64:
-        used = _forward_amx(input, filter, output, y_type, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
-                            groups, n_threads, min_parallel_work)
+        used = _forward_amx([(input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups))],
+                            y_type, n_threads, min_parallel_work)
         if used >= 0:
             _ran_on_amx = True
             record_scratch(used)
@@ -187,50 +195,91 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     return used
 
 
-cdef Py_ssize_t _forward_amx(cnp.ndarray input, cnp.ndarray filter, cnp.ndarray output, int y_type,
-                             idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top, idx pad_left,
-                             idx groups, int n_threads, double min_parallel_work) except -2:
-    """The bfloat16 call on AMX tiles; the scratch bytes used, or -1 (nothing
-    written) where the shape does not suit the tiles, a weight is non-finite or
+def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work):
+    """Several bfloat16 forward calls on AMX tiles as one: ``calls`` is a list of
+    (input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top,
+    pad_left, groups)), arrays as ``forward`` takes them (bfloat16 input and
+    filter).  Every call's staging in one parallel region, every call's tiles
+    in another (the input gradient's stride phases).  Returns the scratch bytes
+    used, or -1 (nothing written) where any call does not suit the tiles (the
+    caller then runs ``forward`` on each)."""
+    global _ran_on_amx
+    _ran_on_amx = False
+    used = _forward_amx(calls, y_type, n_threads, min_parallel_work)
+    if used >= 0:
+        _ran_on_amx = True
+        record_scratch(used)
+    return used
+
+
+cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_parallel_work) except -2:
+    """The bfloat16 calls on AMX tiles; the scratch bytes used, or -1 (nothing
+    written) where a shape does not suit the tiles, a weight is non-finite or
     subnormal, or an input value is too small for AMX's float32 sums to stay
     exact (see _ext/conv2d_amx.cpp)."""
-    cdef Conv2dAmxArgs a
-    conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
-              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = cnp.PyArray_DATA(input)
-    element_strides(input, a.x_s)
-    a.w = cnp.PyArray_DATA(filter)
-    element_strides(filter, a.w_s)
-    a.y = cnp.PyArray_DATA(output)
-    a.y_type = y_type
-    element_strides(output, a.y_s)
-    a.staged = NULL
-    a.packed = NULL
-    a.least_exponent = NULL
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.N * a.OH)
-    if not conv2d_amx_prepare(&a, threads):
-        return -1
-    cdef idx units = a.units
-    if threads > units:
-        threads = <int>units
-    cdef size_t staged_bytes = <size_t>a.staged_elems * 2
-    cdef size_t packed_bytes = <size_t>a.packed_elems * 2
-    cdef Py_ssize_t used = staged_bytes + packed_bytes + a.stage_units
+    cdef idx count = len(calls), c, rows = 0
+    cdef double work = 0
+    cdef Conv2dAmxArgs* args = NULL
+    cdef idx* first = NULL
+    cdef Conv2dAmxBatch batch
+    cdef cnp.ndarray input, filter, output
+    cdef size_t scratch_bytes = 0
+    cdef Py_ssize_t used = 0
+    cdef int threads
+    if count == 0:
+        return 0
+    args = <Conv2dAmxArgs*>calloc(count, sizeof(Conv2dAmxArgs))
+    first = <idx*>calloc(2 * (count + 1), sizeof(idx))
+    if args == NULL or first == NULL:
+        free(args)
+        free(first)
+        raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
     try:
-        # (Staging and packing write every element: no zeroing first.)
-        a.packed = scratch_alloc_unzeroed(packed_bytes)
-        a.staged = scratch_alloc_unzeroed(staged_bytes)
-        a.least_exponent = <unsigned char*>scratch_alloc(a.stage_units)
-        # One parallel region stages the input rows and packs the filter.
-        run_units(conv2d_amx_stage, &a, 0, 0, a.stage_units, threads, 0)
-        if not conv2d_amx_exact(&a):
-            return -1
-        used += run_units(conv2d_amx_block, &a, 0, 0, units, threads, a.scratch_bytes)
+        for c in range(count):
+            input, filter, output, window = calls[c]
+            sh, sw, dh, dw, pt, pl, groups = window
+            conv_dims(&args[c], input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
+                      sh, sw, dh, dw, pt, pl)
+            args[c].x = cnp.PyArray_DATA(input)
+            element_strides(input, args[c].x_s)
+            args[c].w = cnp.PyArray_DATA(filter)
+            element_strides(filter, args[c].w_s)
+            args[c].y = cnp.PyArray_DATA(output)
+            args[c].y_type = y_type
+            element_strides(output, args[c].y_s)
+            work += 2.0 * args[c].N * args[c].OH * args[c].OW * args[c].Cout * args[c].KH * args[c].KW * args[c].cin_g
+            rows += args[c].N * args[c].OH
+        threads = threads_for(work, min_parallel_work, n_threads, rows)
+        for c in range(count):
+            if not conv2d_amx_prepare(&args[c], threads):
+                return -1
+            first[c + 1] = first[c] + args[c].stage_units
+            first[count + 1 + c + 1] = first[count + 1 + c] + args[c].units
+            scratch_bytes = max(scratch_bytes, <size_t>args[c].scratch_bytes)
+            used += args[c].staged_elems * 2 + args[c].packed_elems * 2 + args[c].stage_units
+        batch.calls = args
+        batch.count = count
+        batch.first_stage = first
+        batch.first_unit = first + count + 1
+        for c in range(count):
+            # (Staging and packing write every element: no zeroing first.)
+            args[c].packed = scratch_alloc_unzeroed(<size_t>args[c].packed_elems * 2)
+            args[c].staged = scratch_alloc_unzeroed(<size_t>args[c].staged_elems * 2)
+            args[c].least_exponent = <unsigned char*>scratch_alloc(args[c].stage_units)
+        # One parallel region stages every call's input rows and packs its filter, one runs the tiles.
+        run_units(conv2d_amx_batch_stage, &batch, 0, 0, first[count], threads, 0)
+        for c in range(count):
+            if not conv2d_amx_exact(&args[c]):
+                return -1
+        used += run_units(conv2d_amx_batch_block, &batch, 0, 0, first[2 * count + 1],
+                          min(threads, <int>first[2 * count + 1]), scratch_bytes)
     finally:
-        free_aligned(a.packed)
-        free_aligned(a.staged)
-        free_aligned(a.least_exponent)
+        for c in range(count):
+            free_aligned(args[c].packed)
+            free_aligned(args[c].staged)
+            free_aligned(args[c].least_exponent)
+        free(args)
+        free(first)
     return used
 
 

@@ -83,6 +83,7 @@ def validate(
 # Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.input_grad
 _forward_kernel = forward_kernel.forward
+_forward_amx = forward_kernel.forward_amx
 _record_scratch = kernel.record_scratch_bytes
 kernel_view = cpu.kernel_view
 
@@ -219,10 +220,15 @@ class Plan(cpu.ConvPlan):
         w = _transposed_filter(kernel_view(filt), self.ints[-1])
         if self.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one contiguous fill
             result.fill(0)
-        scratch = 0
-        for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases:
-            scratch += _forward_kernel(dy[:, dy_rows, dy_cols], code, w[taps_h, taps_w], code, dx[:, rows, cols],
-                                       code, *window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK, amx)
+        calls = [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
+                 for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases]
+        # On AMX tiles, every phase in one call (two parallel regions in all, not two per phase).
+        scratch = _forward_amx(calls, code, n_threads, cpu.MIN_PARALLEL_WORK) if amx and calls else -1
+        if scratch < 0:
+            scratch = 0
+            for dy_phase, w_phase, dx_phase, window in calls:
+                scratch += _forward_kernel(dy_phase, code, w_phase, code, dx_phase, code, *window, n_threads,
+                                           cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
         _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
         return result
 
