@@ -119,8 +119,10 @@ def amx_unusable_reason() -> str:
 
 
 def amx_in_use() -> bool:
-    """Whether bfloat16 forward passes and input gradients run on AMX tiles now
-    (usable here, not switched off by ``CONVVIZ_AMX=0``, AVX-512 kernels in use)."""
+    """Whether bfloat16 forward passes, input gradients and dense filter gradients
+    run on AMX tiles now (usable here, not switched off by ``CONVVIZ_AMX=0``,
+    AVX-512 kernels in use); each call still checks that its shape and values
+    suit them."""
     return AMX_ALLOWED and _ISA == "avx512" and amx_usable()
 
 
