@@ -152,10 +152,14 @@ def test_explorer_widget_in_jupyterlab(jupyterlab, watchdog):
             # Run every cell (fire and forget: the command's promise ends when they all have).
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             explorer = page.locator(".cvz-explorer").first
-            page.wait_for_function(
-                "() => { const e = document.querySelector('.cvz-explorer'); return e && e.dataset.numbers === 'kernel'; }",
-                timeout=120_000)
-            assert "convviz.conv2d_backprop_input" in explorer.locator(".cvz-source").inner_text()
+            # The source line as it reads the moment the kernel's numbers arrive (read in the
+            # same check: the explorer sets both together, and a later read once found the
+            # line of an explorer drawn anew by the notebook's run, before its reply).
+            source = page.wait_for_function(
+                "() => { const e = document.querySelector('.cvz-explorer');"
+                " return e && e.dataset.numbers === 'kernel' && e.querySelector('.cvz-source').textContent; }",
+                timeout=120_000).json_value()
+            assert "convviz.conv2d_backprop_input" in source
             # The numbers on screen are the kernel's.
             np.testing.assert_array_equal(_explorer_numbers(page, "dx"), _kernel_dx(params))
 
