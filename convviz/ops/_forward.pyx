@@ -140,11 +140,9 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef Py_ssize_t used
     _ran_on_amx = False
     if amx and x_type == 1 and w_type == 1 and not f64:
-        used = _forward_amx([(input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups))],
-                            y_type, n_threads, min_parallel_work)
+        used = forward_amx([(input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups))],
+                           y_type, n_threads, min_parallel_work)
         if used >= 0:
-            _ran_on_amx = True
-            record_scratch(used)
             return used
     cdef Conv2dForwardArgs a
     conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
