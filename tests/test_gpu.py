@@ -192,12 +192,17 @@ def test_filter_gradient_when_the_work_does_not_fit_one_grid(rng, cp, monkeypatc
     assert_close_to_reference(got, exact, bound, "float32")
 
 
-def _assert_lands_like_the_cpu(got: np.ndarray, want: np.ndarray) -> None:
-    """NaN and infinity in exactly the cells where the CPU result has them, the rest within 1e-4."""
+def _assert_lands_like_the_cpu(got: np.ndarray, want: np.ndarray, dtype_name: str = "float32") -> None:
+    """NaN and infinity in exactly the cells where the CPU result has them, the rest within 1e-4
+    (float32) or a unit in the last place of a half type (CPU and GPU sum in other groupings, so
+    a result may round to the neighbouring half value)."""
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
-    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    got, want = got[finite].astype(np.float64), want[finite].astype(np.float64)
+    tolerance = {"float16": 2.0**-10, "bfloat16": 2.0**-7}.get(dtype_name, 1e-4)
+    atol = tolerance * (max(1.0, float(np.abs(want).max(initial=0))) if dtype_name != "float32" else 1.0)
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=atol)
 
 
 @pytest.mark.parametrize("op_name", ["forward", "input_grad"])
@@ -265,16 +270,20 @@ def test_depthwise_filter_gradient_nan_and_inf_land_where_the_cpu_puts_them(data
     _assert_lands_like_the_cpu(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("stride, dilation, padding", [(1, 1, "SAME"), (2, 1, "SAME"), (1, 2, "VALID"), (2, 2, "SAME")])
-def test_nan_and_inf_land_where_the_cpu_puts_them(stride, dilation, padding, rng, cp):
+def test_nan_and_inf_land_where_the_cpu_puts_them(stride, dilation, padding, dtype, rng, cp):
     # The tiled kernels load a term that does not exist (padding, a stride gap) as 0; a NaN
-    # weight or out_backprop cell must still not reach the cells whose sums skip it.
-    x = rng.standard_normal((2, 9, 11, 24)).astype(np.float32)
-    f = rng.standard_normal((3, 3, 24, 40)).astype(np.float32)
+    # weight or out_backprop cell must still not reach the cells whose sums skip it (the half
+    # types: also on the tensor cores' path, whose steps with such a value take the careful loop).
+    if dtype == "bfloat16" and not _bf16_supported(cp):
+        pytest.skip("this CuPy has no bfloat16 dtype")
+    x = random_array(rng, (2, 9, 11, 24), dtype)
+    f = random_array(rng, (3, 3, 24, 40), dtype)
     f[0, 2, 5, 7], f[2, 0, 3, 1] = np.nan, np.inf
     window = dict(strides=[1, stride, stride, 1], padding=padding, dilations=[1, dilation, dilation, 1])
     y = convviz.conv2d(x, f, **window)
-    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dy = random_array(rng, y.shape, dtype)
     dx = convviz.conv2d_backprop_input(list(x.shape), f, dy, **window)
     dy_bad = dy.copy()
     dy_bad[0, 0, 0, 3], dy_bad[1, -1, -1, 9] = np.inf, np.nan
@@ -285,7 +294,41 @@ def test_nan_and_inf_land_where_the_cpu_puts_them(stride, dilation, padding, rng
     for want, got in zip([y, dx, dw], on_gpu):
         got = cp.asnumpy(got)
         assert np.isnan(want).any() and np.isinf(want).any()
-        _assert_lands_like_the_cpu(got, want)
+        _assert_lands_like_the_cpu(got, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 1), (1, 2)])
+def test_subnormal_products_are_kept(dtype, stride, dilation, rng, cp):
+    # CuPy compiles with -ftz=true, so the kernels' sums name the IEEE instructions themselves;
+    # and tensor cores may flush subnormals, so a half-type step holding a value that small (a
+    # float16 subnormal, or a bfloat16 value whose products could fall below float32's normal
+    # range) takes the careful loop.  Sums of products near 2^-128 come out as the float64
+    # reference says, as on the CPU.
+    if dtype == "bfloat16" and not _bf16_supported(cp):
+        pytest.skip("this CuPy has no bfloat16 dtype")
+    # float32 and bfloat16: both operands tiny (products near 2^-128, float32 subnormals);
+    # float16: one operand subnormal (2^-16), the other normal.
+    scale_first, scale_second = (2.0**-16, 1.0) if dtype == "float16" else (2.0**-64, 2.0**-64)
+    window = dict(strides=[1, stride, stride, 1], padding="SAME", dilations=[1, dilation, dilation, 1])
+    x = random_array(rng, (2, 9, 11, 24), dtype)
+    x[0, :6, :7] = (x[0, :6, :7].astype(np.float64) * scale_first).astype(x.dtype)  # a tiny block
+    f = (random_array(rng, (3, 3, 24, 40), dtype).astype(np.float64) * scale_second).astype(x.dtype)
+    dy = random_array(rng, convviz.conv2d(x, f, **window).shape, dtype)
+    dy[0, :4, :4] = (dy[0, :4, :4].astype(np.float64) * scale_first).astype(x.dtype)
+    x_all = (x.astype(np.float64) * scale_first).astype(x.dtype)  # the filter gradient: every product tiny
+    dy_all = (dy.astype(np.float64) * scale_second).astype(x.dtype)
+    calls = [("conv2d", (x, f)), ("conv2d_backprop_input", (list(x.shape), f, dy)),
+             ("conv2d_backprop_filter", (x_all, list(f.shape), dy_all))]
+    for name, args in calls:
+        record = next(o for o in OPS if o.name == name)
+        on_device = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        got = cp.asnumpy(getattr(convviz, name)(*on_device, **window))
+        exact = record.reference(*args, **window)
+        magnitudes = [np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray) else a for a in args]
+        tiny = (exact != 0) & (np.abs(exact) < (2.0**-10 if dtype == "float16" else 2.0**-100))
+        assert tiny.any()  # the case reaches the range it is about
+        assert_close_to_reference(got, exact, record.reference(*magnitudes, **window), dtype)
 
 
 def test_a_repeated_call_reuses_its_plan_and_new_strides_get_their_own(rng, cp, monkeypatch):

@@ -54,6 +54,35 @@ __device__ inline I cvz_landing(I t, I stride) {
     return stride == 1 ? t : t / stride;
 }
 
+// CuPy compiles every kernel with -ftz=true (it appends the option after the caller's, and NVRTC
+// keeps the last): plain float arithmetic would flush subnormal inputs and results to zero, where
+// the CPU kernels and the float64 reference keep them.  The kernels' sums go through these, which
+// name the IEEE instructions (no .ftz) themselves; the same rounding as the fused a * b + c that
+// NVRTC made of `acc += a * b`.  double and unsigned int have no flushing to avoid.
+__device__ inline float cvz_fma(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    float d;
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+    return d;
+#else
+    return a * b + c;
+#endif
+}
+__device__ inline double cvz_fma(double a, double b, double c) { return a * b + c; }
+__device__ inline unsigned int cvz_fma(unsigned int a, unsigned int b, unsigned int c) { return a * b + c; }
+
+__device__ inline float cvz_add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    float d;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+#else
+    return a + b;
+#endif
+}
+__device__ inline double cvz_add(double a, double b) { return a + b; }
+__device__ inline unsigned int cvz_add(unsigned int a, unsigned int b) { return a + b; }
+
 // Type codes, as on the CPU side: 0 float16, 1 bfloat16 (bits in uint16), 2 float32, 3 float64, 4 int32.
 template <int TYPE> struct IO;
 

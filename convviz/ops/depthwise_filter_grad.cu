@@ -66,7 +66,7 @@ __device__ void depthwise_filter_grad_phases_body(const typename IO<TYPE>::stora
             for (int t = 0; t < DWF_TAPS; ++t) {
                 const I ih = oh * sh + row_shift[t], iw = ow * sw + col_shift[t];
                 if (t < n_taps && ih >= 0 && ih < H && iw >= 0 && iw < W)  // otherwise the tap reads padding
-                    acc[t] += io::load(x, x_base + ih * xs1 + iw * xs2) * d;
+                    acc[t] = cvz_fma(io::load(x, x_base + ih * xs1 + iw * xs2), d, acc[t]);
             }
             for (ow += P; ow >= OW; ow -= OW)  // pixel + P: no division per pixel
                 if (++oh == OH) oh = 0, ++n;
@@ -79,7 +79,7 @@ __device__ void depthwise_filter_grad_phases_body(const typename IO<TYPE>::stora
             const int t = i / QW, k = i % QW;
             if (q_first + k >= CM) continue;
             compute sum = 0;
-            for (int phase = 0; phase < P; ++phase) sum += phase_sums[slot(k, t, phase)];
+            for (int phase = 0; phase < P; ++phase) sum = cvz_add(sum, phase_sums[slot(k, t, phase)]);
             partial[(chunk * taps + t0 + t) * CM + q_first + k] = sum;
         }
         __syncthreads();

@@ -59,7 +59,7 @@ __device__ void depthwise_forward_body(const typename IO<TYPE>::storage* x, cons
                     const typename io::compute wv = io::load(w, kh * ws0 + kw * ws1 + q * ws3);
 #pragma unroll
                     for (int j = 0; j < ROW; ++j)  // a tap in the padding is not added
-                        if (real[j + kw]) acc[j] += strip[j + kw] * wv;
+                        if (real[j + kw]) acc[j] = cvz_fma(strip[j + kw], wv, acc[j]);
                 }
                 continue;
             }
@@ -69,7 +69,7 @@ __device__ void depthwise_forward_body(const typename IO<TYPE>::storage* x, cons
 #pragma unroll
                 for (int j = 0; j < ROW; ++j) {
                     const int iw = iw0 + j * sw;
-                    if (j < pixels && iw >= 0 && iw < W) acc[j] += io::load(x, xq + ih * xs1 + iw * xs2) * wv;
+                    if (j < pixels && iw >= 0 && iw < W) acc[j] = cvz_fma(io::load(x, xq + ih * xs1 + iw * xs2), wv, acc[j]);
                 }
             }
         }

@@ -60,7 +60,7 @@ __device__ void depthwise_input_grad_body(const typename IO<TYPE>::storage* dy, 
                     const typename io::compute wv = io::load(w, kh * ws0 + kw * ws1 + c * ws3);
 #pragma unroll
                     for (int j = 0; j < ROW; ++j)  // a tap off the output is not added
-                        if (real[j + S - 1 - kw]) acc[j] += strip[j + S - 1 - kw] * wv;
+                        if (real[j + S - 1 - kw]) acc[j] = cvz_fma(strip[j + S - 1 - kw], wv, acc[j]);
                 }
                 continue;
             }
@@ -73,7 +73,7 @@ __device__ void depthwise_input_grad_body(const typename IO<TYPE>::storage* dy, 
                     const int ybase = n * ys0 + oh * ys1 + ow * ys2;
                     for (int m = 0; m < M; ++m) {
                         const int q = c * M + m;
-                        acc[j] += io::load(dy, ybase + q * ys3) * io::load(w, kh * ws0 + kw * ws1 + q * ws3);
+                        acc[j] = cvz_fma(io::load(dy, ybase + q * ys3), io::load(w, kh * ws0 + kw * ws1 + q * ws3), acc[j]);
                     }
                 }
             }

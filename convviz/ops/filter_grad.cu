@@ -33,8 +33,8 @@ __device__ void conv2d_filter_grad_body(const typename IO<TYPE>::storage* x, con
                 for (I ow = 0; ow < OW; ++ow) {
                     const I iw = ow * sw - pl + kw * dwd;
                     if (iw < 0 || iw >= W) continue;
-                    acc += io::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + cx * xs[3]) *
-                           io::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + co * ys[3]);
+                    acc = cvz_fma(io::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + cx * xs[3]),
+                                  io::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + co * ys[3]), acc);
                 }
             }
         io::store(dw, kh * ws[0] + kw * ws[1] + ci * ws[2] + co * ws[3], acc);
@@ -63,6 +63,8 @@ __global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, c
 template <int TYPE>
 struct FilterGradTiles {
     typedef typename IO<TYPE>::compute compute;
+    static constexpr int type = TYPE;
+    static constexpr bool half = TYPE <= 1;
     const typename IO<TYPE>::storage *x, *dy;
     typename IO<TYPE>::storage* dw;
     compute* partial;
@@ -70,8 +72,9 @@ struct FilterGradTiles {
     int K, M, m0, n0, G, g, first_pixel, chunk, chunks;
     i64 total;
     int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
-    int pixel_x[4], pixel_y[4], pixel_h[4], pixel_w[4];  // the pixels load_a found, for load_b
-    bool pixel_real[4];
+    // The next step's values (fetch), waiting to be put in the shared tiles.
+    compute a_next[4], b_next[4];
+    bool a_next_real[4];
     // This thread's 4 pixels of the current step (n, oh, ow), stepped 16 pixels at a time:
     // no division per pixel.
     int step_n[4], step_oh[4], step_ow[4];
@@ -106,45 +109,44 @@ struct FilterGradTiles {
         }
     }
 
-    __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
-        const int mm = threadIdx.x % CVZ_BM;
+    __device__ void fetch(int k0) {
+        const int n_col = threadIdx.x % CVZ_BN;
         for (int i = 0; i < 4; ++i) {
             const int kk = threadIdx.x / CVZ_BM + 4 * i;
             const int n = step_n[i], oh = step_oh[i], ow = step_ow[i];
             for (step_ow[i] += CVZ_BK; step_ow[i] >= OW; step_ow[i] -= OW)  // on to the next step's pixel
                 if (++step_oh[i] == OH) step_oh[i] = 0, ++step_n[i];
-            pixel_x[i] = n * xs[0];
-            pixel_real[i] = k0 + kk < K;
-            pixel_y[i] = n * ys[0] + oh * ys[1] + ow * ys[2];
-            pixel_h[i] = oh * sh;
-            pixel_w[i] = ow * sw;
-            const int ih = pixel_h[i] + row_h, iw = pixel_w[i] + row_w;
-            const bool real = pixel_real[i] && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            a[kk][mm] = real ? IO<TYPE>::load(x, pixel_x[i] + ih * xs[1] + iw * xs[2] + row_x) : (compute)0;
-            a_real[kk][mm] = real;
+            const bool pixel_real = k0 + kk < K;
+            const int ih = oh * sh + row_h, iw = ow * sw + row_w;
+            const bool real = pixel_real && ih >= 0 && ih < H && iw >= 0 && iw < W;
+            a_next[i] = real ? IO<TYPE>::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + row_x) : (compute)0;
+            a_next_real[i] = real;
+            b_next[i] = pixel_real && n0 + n_col < cout_g
+                            ? IO<TYPE>::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + (g * cout_g + n0 + n_col) * ys[3])
+                            : (compute)0;
         }
     }
 
-    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
-        const int n = threadIdx.x % CVZ_BN;
-        bool finite = true;
+    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
+                        compute (*b)[CVZ_BN + CVZ_PAD]) {
+        const int col = threadIdx.x % CVZ_BM;
+        bool fast = true;
         for (int i = 0; i < 4; ++i) {
-            const int kk = threadIdx.x / CVZ_BN + 4 * i;
-            compute v = 0;
-            if (pixel_real[i] && n0 + n < cout_g)
-                v = IO<TYPE>::load(dy, pixel_y[i] + (g * cout_g + n0 + n) * ys[3]);
-            finite = finite && cvz_is_finite(v);
-            b[kk][n] = v;
+            const int kk = threadIdx.x / CVZ_BM + 4 * i;
+            a[kk][col] = a_next[i];
+            a_real[kk][col] = a_next_real[i];
+            b[kk][col] = b_next[i];
+            fast = fast && cvz_fast_a<TYPE>(a_next[i]) && cvz_fast_b<TYPE>(b_next[i]);
         }
-        return finite;
+        return fast;
     }
 
-    __device__ void store(compute (*acc)[4], int row, int col) {
+    __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {
         for (int i = 0; i < 4; ++i) {
-            const int m = m0 + row + i;
+            const int m = m0 + rows[i];
             if (m >= M) continue;
             for (int j = 0; j < 4; ++j) {
-                const int n = n0 + col + j;
+                const int n = n0 + cols[j];
                 if (n < cout_g)
                     cvz_store_or_partial<TYPE>(dw, partial, chunk, chunks, total, m * Cout + g * cout_g + n,
                                                acc[i][j]);

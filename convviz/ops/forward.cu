@@ -36,7 +36,7 @@ __device__ void conv2d_forward_body(const typename IO<TYPE>::storage* x, const t
                 const I xbase = n * xs[0] + ih * xs[1] + iw * xs[2] + ci0 * xs[3];
                 const I wbase = kh * ws[0] + kw * ws[1] + co * ws[3];
                 for (I ci = 0; ci < cin_g; ++ci)
-                    acc += io::load(x, xbase + ci * xs[3]) * io::load(w, wbase + ci * ws[2]);
+                    acc = cvz_fma(io::load(x, xbase + ci * xs[3]), io::load(w, wbase + ci * ws[2]), acc);
             }
         }
         io::store(y, n * ys[0] + oh * ys[1] + ow * ys[2] + co * ys[3], acc);
@@ -65,6 +65,8 @@ __global__ void conv2d_forward_narrow(const typename IO<TYPE>::storage* x, const
 template <int TYPE>
 struct ForwardTiles {
     typedef typename IO<TYPE>::compute compute;
+    static constexpr int type = TYPE;
+    static constexpr bool half = TYPE <= 1;
     const typename IO<TYPE>::storage *x, *w;
     typename IO<TYPE>::storage* y;
     compute* partial;
@@ -74,6 +76,9 @@ struct ForwardTiles {
     // The 4 rows this thread loads (m0 + threadIdx.x / 16 + 16 i): image offset, top-left tap
     // (CVZ_NO_ROW past the last row: every tap then reads "padding").
     int row_base[4], row_h[4], row_w[4];
+    // The next step's values (fetch), waiting to be put in the shared tiles.
+    compute a_next[4], b_next[4];
+    bool a_next_real[4];
 
     __device__ ForwardTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* w_,
                             typename IO<TYPE>::storage* y_, compute* partial_, const i64* p)
@@ -103,31 +108,40 @@ struct ForwardTiles {
         }
     }
 
-    __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
+    __device__ void fetch(int k0) {
         const int kk = threadIdx.x % 16, k = first_term + k0 + kk;
         const int ci = k % cin_g, tap = k / cin_g;
         const int kh = tap / KW, kw = tap % KW;
         for (int i = 0; i < 4; ++i) {
-            const int mm = threadIdx.x / 16 + 16 * i;
             const int ih = row_h[i] + kh * dh, iw = row_w[i] + kw * dw;
             const bool real = k0 + kk < K && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            a[kk][mm] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
+            a_next[i] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
                              : (compute)0;
-            a_real[kk][mm] = real;
+            a_next_real[i] = real;
         }
+        cvz_fetch_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, b_next);
     }
 
-    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int k0) {
-        return cvz_load_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, b);
-    }
-
-    __device__ void store(compute (*acc)[4], int row, int col) {
+    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
+                        compute (*b)[CVZ_BN + CVZ_PAD]) {
+        const int kk = threadIdx.x % 16;
+        bool fast = true;
         for (int i = 0; i < 4; ++i) {
-            const int m = m0 + row + i;
+            const int mm = threadIdx.x / 16 + 16 * i;
+            a[kk][mm] = a_next[i];
+            a_real[kk][mm] = a_next_real[i];
+            fast = fast && cvz_fast_a<TYPE>(a_next[i]);
+        }
+        return cvz_put_dense_b<TYPE>(b_next, b) && fast;
+    }
+
+    __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + rows[i];
             if (m >= M) continue;
             const int base = (m / (OW * OH)) * ys[0] + ((m / OW) % OH) * ys[1] + (m % OW) * ys[2];
             for (int j = 0; j < 4; ++j) {
-                const int n = n0 + col + j;
+                const int n = n0 + cols[j];
                 if (n < cout_g) cvz_store_or_partial<TYPE>(y, partial, chunk, chunks, total,
                                                            base + (g * cout_g + n) * ys[3], acc[i][j]);
             }

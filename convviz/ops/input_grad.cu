@@ -35,7 +35,7 @@ __device__ void input_grad_body(const typename IO<TYPE>::storage* dy, const type
                 const I ybase = n * ys[0] + oh * ys[1] + ow * ys[2];
                 const I wbase = kh * ws[0] + kw * ws[1] + cl * ws[2];
                 for (I co = g * cout_g; co < (g + 1) * cout_g; ++co)
-                    acc += io::load(dy, ybase + co * ys[3]) * io::load(w, wbase + co * ws[3]);
+                    acc = cvz_fma(io::load(dy, ybase + co * ys[3]), io::load(w, wbase + co * ws[3]), acc);
             }
         }
         io::store(dx, n * xs[0] + ih * xs[1] + iw * xs[2] + ci * xs[3], acc);
@@ -70,6 +70,8 @@ __global__ void input_grad_narrow(const typename IO<TYPE>::storage* dy, const ty
 template <int TYPE>
 struct InputGradTiles {
     typedef typename IO<TYPE>::compute compute;
+    static constexpr int type = TYPE;
+    static constexpr bool half = TYPE <= 1;
     const typename IO<TYPE>::storage *dy, *w;
     typename IO<TYPE>::storage* dx;
     typename IO<TYPE>::compute* partial;
@@ -81,9 +83,9 @@ struct InputGradTiles {
     int sh, sw, dh, dw, pt, pl;
     // The 4 rows this thread loads: image offset in out_backprop, qh, qw.
     int row_base[4], row_h[4], row_w[4];
-    // The term this thread loads in the current step (set by load_a, used by load_b).
-    int term_co, term_kh, term_kw;
-    bool term_real;
+    // The next step's values (fetch), waiting to be put in the shared tiles.
+    compute a_next[4], b_next[4];
+    bool a_next_real[4];
 
     // The phase's first pixel along one side, how many it has, and its first tap and tap step.
     __device__ static void phase(int size, int pad, int stride, int dilation, int taps, int r, int& first,
@@ -135,46 +137,50 @@ struct InputGradTiles {
         }
     }
 
-    __device__ void load_a(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM], int k0) {
+    __device__ void fetch(int k0) {
         const int kk = threadIdx.x % 16, k = first_term + k0 + kk, tap = k / cout_g;
-        term_real = k0 + kk < K;
-        term_co = g * cout_g + k % cout_g;
-        term_kh = first_kh + tap / taps_w * step_h;
-        term_kw = first_kw + tap % taps_w * step_w;
+        const bool term_real = k0 + kk < K;
+        const int term_co = g * cout_g + k % cout_g;
+        const int term_kh = first_kh + tap / taps_w * step_h;
+        const int term_kw = first_kw + tap % taps_w * step_w;
         // Exact divisions: the phase's taps land on output cells.
         const int oh0 = (first_h + pt - term_kh * dh) / sh, ow0 = (first_w + pl - term_kw * dw) / sw;
         for (int i = 0; i < 4; ++i) {
-            const int mm = threadIdx.x / 16 + 16 * i;
             const int oh = row_h[i] + oh0, ow = row_w[i] + ow0;
             const bool real = term_real && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
-            a[kk][mm] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + term_co * ys[3])
+            a_next[i] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + term_co * ys[3])
                              : (compute)0;
-            a_real[kk][mm] = real;
+            a_next_real[i] = real;
         }
-    }
-
-    __device__ bool load_b(compute (*b)[CVZ_BN + CVZ_PAD], int) {
-        const int kk = threadIdx.x % 16;
         const int base = term_kh * ws[0] + term_kw * ws[1] + term_co * ws[3];
-        bool finite = true;
         for (int i = 0; i < 4; ++i) {
             const int nn = threadIdx.x / 16 + 16 * i;
-            compute v = 0;
-            if (term_real && n0 + nn < cin_g) v = IO<TYPE>::load(w, base + (n0 + nn) * ws[2]);
-            finite = finite && cvz_is_finite(v);
-            b[kk][nn] = v;
+            b_next[i] = term_real && n0 + nn < cin_g ? IO<TYPE>::load(w, base + (n0 + nn) * ws[2]) : (compute)0;
         }
-        return finite;
     }
 
-    __device__ void store(compute (*acc)[4], int row, int col) {
+    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
+                        compute (*b)[CVZ_BN + CVZ_PAD]) {
+        const int kk = threadIdx.x % 16;
+        bool fast = true;
         for (int i = 0; i < 4; ++i) {
-            const int m = m0 + row + i;
+            const int mm = threadIdx.x / 16 + 16 * i;
+            a[kk][mm] = a_next[i];
+            a_real[kk][mm] = a_next_real[i];
+            b[kk][mm] = b_next[i];
+            fast = fast && cvz_fast_a<TYPE>(a_next[i]) && cvz_fast_b<TYPE>(b_next[i]);
+        }
+        return fast;
+    }
+
+    __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + rows[i];
             if (m >= M) continue;
             const int ih = first_h + (m / wq) % hq * sh, iw = first_w + m % wq * sw;
             const int base = (m / (wq * hq)) * xs[0] + ih * xs[1] + iw * xs[2];
             for (int j = 0; j < 4; ++j) {
-                const int n = n0 + col + j;
+                const int n = n0 + cols[j];
                 if (n < cin_g) cvz_store_or_partial<TYPE>(dx, partial, chunk, chunks, total,
                                                           base + (g * cin_g + n) * xs[3], acc[i][j]);
             }
