@@ -30,7 +30,7 @@ import sys
 import time
 
 _CHILD = r"""
-import json, os, statistics, sys, time
+import dataclasses, json, os, statistics, sys, time
 import numpy as np
 import convviz
 from convviz import bench
@@ -40,13 +40,13 @@ if os.path.commonpath([os.path.realpath(convviz.__file__), tree]) != tree:
     raise SystemExit(f"ab.py: imported {convviz.__file__}, not the tree in {tree}")
 
 names, seconds, placements, threads = sys.argv[1].split(","), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-device, data_format = sys.argv[5], sys.argv[6]
+device, data_format, dtype = sys.argv[5], sys.argv[6], sys.argv[7]
 out = {}
 for name in names:
-    case = next((c for c in bench.CASES if c.name == name and c.dtype == "float32"
-                 and c.data_format == data_format and c.precision == "accurate"), None)
+    case = next((c for c in bench.CASES if c.name == name and c.precision == "accurate"), None)
     if case is None:
-        raise SystemExit(f"ab.py: no float32 {data_format} row of case {name!r} in convviz.bench.CASES")
+        raise SystemExit(f"ab.py: no case {name!r} in convviz.bench.CASES")
+    case = dataclasses.replace(case, dtype=dtype, data_format=data_format)  # its sizes, in this dtype and format
     data = bench._data(case, np.random.default_rng(0))
     per_placement = []
     for k in range(placements):
@@ -73,11 +73,11 @@ print(json.dumps(out))
 
 
 def _time_build(tree: str, cases: str, seconds: float, placements: int, threads: int,
-                env: dict[str, str], device: str, data_format: str) -> dict[str, float]:
+                env: dict[str, str], device: str, data_format: str, dtype: str) -> dict[str, float]:
     # From the tree itself: `python -c` puts the working directory ahead of PYTHONPATH, so run from
     # elsewhere the child would import the convviz found there, whatever the tree.
     result = subprocess.run([sys.executable, "-c", _CHILD, cases, str(seconds), str(placements), str(threads), device,
-                             data_format],
+                             data_format, dtype],
                             env={**env, "PYTHONPATH": tree}, cwd=tree, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"ab.py: timing {tree} failed:\n{result.stderr}")
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("old", help="checkout of the old build (kernels built in place)")
     parser.add_argument("new", help="checkout of the new build")
-    parser.add_argument("--cases", required=True, help="comma-separated benchmark case names (float32)")
+    parser.add_argument("--cases", required=True, help="comma-separated benchmark case names")
     parser.add_argument("--rounds", type=int, default=4, help="ABBA rounds (default 4)")
     parser.add_argument("--seconds", type=float, default=1.5, help="timing per case and process (default 1.5)")
     parser.add_argument("--placements", type=int, default=4, help="input placements per case (default 4)")
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isa", help="CONVVIZ_ISA for both builds (e.g. avx2)")
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="gpu: the CuPy paths")
     parser.add_argument("--format", choices=["NHWC", "NCHW"], default="NHWC",
-                        help="the cases' data format (a case must have a float32 row in it)")
+                        help="the cases' data format")
+    parser.add_argument("--dtype", default="float32", help="the cases' dtype (default float32)")
     args = parser.parse_args(argv)
     if args.device == "gpu":
         args.placements = 1
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for label in (("old", "new") if r % 2 == 0 else ("new", "old")):
             rounds[label].append(_time_build(trees[label], args.cases, args.seconds, args.placements,
-                                             args.threads, env, args.device, args.format))
+                                             args.threads, env, args.device, args.format, args.dtype))
         print(f"  round {r + 1}/{args.rounds} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     for name in args.cases.split(","):
         old = [t[name] * 1e3 for t in rounds["old"]]
