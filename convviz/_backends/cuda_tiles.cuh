@@ -6,9 +6,10 @@
 //   struct Policy {
 //       typedef ... compute;                  // float, double or unsigned int
 //       int K, M, m0;                         // terms per output, rows, the block's first row
-//       void fetch(int k0);                   // read step k0's 4 a and 4 b values into registers
-//       void put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
-//                compute (*b)[CVZ_BN + CVZ_PAD]);      // those registers into the shared tiles
+//       void fetch(int k0);                   // read step k0's values into a_next, a_next_real, b_next
+//       compute a_next[4], b_next[4];         // this thread's 4 values of each tile, for cvz_put
+//       bool a_next_real[4];                  // whether each a value is a term that exists
+//       static constexpr bool a_by_term, b_by_term;  // their places in the tiles (cvz_tile_slot)
 //       void store(compute (*acc)[4], const int* rows, const int* cols);  // acc[i][j] at rows[i], cols[j]
 //   };
 //
@@ -54,6 +55,18 @@ __device__ inline bool cvz_mma_safe(float v) {
     const unsigned int magnitude = __float_as_uint(v) & 0x7fffffffu;
     const unsigned int least = (TYPE == 0 ? 127u - 14u : 127u - 56u) << 23;  // 2^-14, 2^-56
     return magnitude == 0 || (magnitude >= least && magnitude < 0x7f800000u);
+}
+
+// Whether value v of a step lets it take the fast loop: for half types, a value the tensor cores
+// multiply exactly (cvz_mma_safe, a and b); else a finite b (a's padding zeros times a NaN or
+// infinite b would add NaN where no term exists).
+template <int TYPE>
+__device__ inline bool cvz_fast_a(typename IO<TYPE>::compute v) {
+    return TYPE > 1 || cvz_mma_safe<TYPE>(v);
+}
+template <int TYPE>
+__device__ inline bool cvz_fast_b(typename IO<TYPE>::compute v) {
+    return TYPE > 1 ? cvz_is_finite(v) : cvz_mma_safe<TYPE>(v);
 }
 
 // The 4 neighbouring values at p (16-byte aligned) in one or two vector loads from shared memory.
@@ -165,6 +178,36 @@ __device__ inline void cvz_mma_step(T (*a_tile)[CVZ_BM + CVZ_PAD], T (*b_tile)[C
 #endif
 }
 
+// The place of a thread's value i (of 4) in a 16-term x 64 tile: by term, the thread's term is
+// threadIdx.x % 16 and its columns threadIdx.x / 16 + 16 i (neighbouring threads take
+// neighbouring terms); else its column is threadIdx.x % 64 and its terms threadIdx.x / 64 + 4 i
+// (neighbouring threads take neighbouring columns).
+template <bool BY_TERM>
+__device__ inline void cvz_tile_slot(int i, int& k, int& col) {
+    if (BY_TERM)
+        k = threadIdx.x % CVZ_BK, col = threadIdx.x / CVZ_BK + CVZ_BK * i;
+    else
+        k = threadIdx.x / CVZ_BM + 4 * i, col = threadIdx.x % CVZ_BM;
+}
+
+// The values the policy fetched into the shared tiles; whether the step may take the fast loop
+// (cvz_fast_a, cvz_fast_b).
+template <class Policy, typename T>
+__device__ inline bool cvz_put(const Policy& op, T (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
+                               T (*b)[CVZ_BN + CVZ_PAD]) {
+    bool fast = true;
+    for (int i = 0; i < 4; ++i) {
+        int k, col;
+        cvz_tile_slot<Policy::a_by_term>(i, k, col);
+        a[k][col] = op.a_next[i];
+        a_real[k][col] = op.a_next_real[i];
+        cvz_tile_slot<Policy::b_by_term>(i, k, col);
+        b[k][col] = op.b_next[i];
+        fast = fast && cvz_fast_a<Policy::type>(op.a_next[i]) && cvz_fast_b<Policy::type>(op.b_next[i]);
+    }
+    return fast;
+}
+
 template <class Policy>
 __device__ void cvz_tiled_product(Policy& op) {
     typedef typename Policy::compute T;
@@ -182,7 +225,7 @@ __device__ void cvz_tiled_product(Policy& op) {
         for (int j = 0; j < 4; ++j) acc[i][j] = 0;
     if (op.K > 0) op.fetch(0);
     for (int k0 = 0; k0 < op.K; k0 += CVZ_BK) {
-        const bool fast = op.put(a_tile, a_real, b_tile);
+        const bool fast = cvz_put(op, a_tile, a_real, b_tile);
         if (k0 + CVZ_BK < op.K) op.fetch(k0 + CVZ_BK);  // in flight while this step multiplies
         if (!__syncthreads_or(!fast)) {
             if constexpr (mma) {
@@ -212,21 +255,9 @@ __device__ void cvz_tiled_product(Policy& op) {
     op.store(acc, rows, cols);
 }
 
-// Whether value v of a step lets it take the fast loop: for half types, a value the tensor cores
-// multiply exactly (cvz_mma_safe, a and b); else a finite b (a's padding zeros times a NaN or
-// infinite b would add NaN where no term exists).
-template <int TYPE>
-__device__ inline bool cvz_fast_a(typename IO<TYPE>::compute v) {
-    return TYPE > 1 || cvz_mma_safe<TYPE>(v);
-}
-template <int TYPE>
-__device__ inline bool cvz_fast_b(typename IO<TYPE>::compute v) {
-    return TYPE > 1 ? cvz_is_finite(v) : cvz_mma_safe<TYPE>(v);
-}
-
 // b[k][n] = values[k * row_stride + n] for the tile's rows k0.. and columns n0.. (0 outside
-// [0, K) x [0, N)): each thread loads 4 of the 16 x 64, consecutive threads consecutive n
-// (cvz_put_dense_b stores them).
+// [0, K) x [0, N)): each thread loads 4 of the 16 x 64, consecutive threads consecutive n (the
+// places of b_by_term = false).
 template <int TYPE>
 __device__ inline void cvz_fetch_dense_b(const typename IO<TYPE>::storage* values, int row_stride, int K, int N,
                                          int k0, int n0, typename IO<TYPE>::compute* v) {
@@ -236,16 +267,6 @@ __device__ inline void cvz_fetch_dense_b(const typename IO<TYPE>::storage* value
         v[i] = k < K && n0 + n < N ? IO<TYPE>::load(values, (i64)k * row_stride + n0 + n)
                                    : (typename IO<TYPE>::compute)0;
     }
-}
-template <int TYPE>
-__device__ inline bool cvz_put_dense_b(const typename IO<TYPE>::compute* v,
-                                       typename IO<TYPE>::compute (*b)[CVZ_BN + CVZ_PAD]) {
-    bool fast = true;
-    for (int i = 0; i < 4; ++i) {
-        b[threadIdx.x / CVZ_BN + 4 * i][threadIdx.x % CVZ_BN] = v[i];
-        fast = fast && cvz_fast_b<TYPE>(v[i]);
-    }
-    return fast;
 }
 
 // The tiled kernels' parameters: the dense ones (ConvParams), then what cuda.chunked_launch

@@ -65,6 +65,9 @@ struct FilterGradTiles {
     typedef typename IO<TYPE>::compute compute;
     static constexpr int type = TYPE;
     static constexpr bool half = TYPE <= 1;
+    // Where fetch's 4 values of a thread go in the tiles (cvz_put): one row of a and one column
+    // of b, at 4 pixels (terms).
+    static constexpr bool a_by_term = false, b_by_term = false;
     const typename IO<TYPE>::storage *x, *dy;
     typename IO<TYPE>::storage* dw;
     compute* partial;
@@ -125,20 +128,6 @@ struct FilterGradTiles {
                             ? IO<TYPE>::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + (g * cout_g + n0 + n_col) * ys[3])
                             : (compute)0;
         }
-    }
-
-    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
-                        compute (*b)[CVZ_BN + CVZ_PAD]) {
-        const int col = threadIdx.x % CVZ_BM;
-        bool fast = true;
-        for (int i = 0; i < 4; ++i) {
-            const int kk = threadIdx.x / CVZ_BM + 4 * i;
-            a[kk][col] = a_next[i];
-            a_real[kk][col] = a_next_real[i];
-            b[kk][col] = b_next[i];
-            fast = fast && cvz_fast_a<TYPE>(a_next[i]) && cvz_fast_b<TYPE>(b_next[i]);
-        }
-        return fast;
     }
 
     __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {

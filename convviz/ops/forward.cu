@@ -67,6 +67,9 @@ struct ForwardTiles {
     typedef typename IO<TYPE>::compute compute;
     static constexpr int type = TYPE;
     static constexpr bool half = TYPE <= 1;
+    // Where fetch's 4 values of a thread go in the tiles (cvz_put): a's along a column of
+    // terms (a thread loads one term of 4 rows), b's dense rows along the channels.
+    static constexpr bool a_by_term = true, b_by_term = false;
     const typename IO<TYPE>::storage *x, *w;
     typename IO<TYPE>::storage* y;
     compute* partial;
@@ -120,19 +123,6 @@ struct ForwardTiles {
             a_next_real[i] = real;
         }
         cvz_fetch_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, b_next);
-    }
-
-    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
-                        compute (*b)[CVZ_BN + CVZ_PAD]) {
-        const int kk = threadIdx.x % 16;
-        bool fast = true;
-        for (int i = 0; i < 4; ++i) {
-            const int mm = threadIdx.x / 16 + 16 * i;
-            a[kk][mm] = a_next[i];
-            a_real[kk][mm] = a_next_real[i];
-            fast = fast && cvz_fast_a<TYPE>(a_next[i]);
-        }
-        return cvz_put_dense_b<TYPE>(b_next, b) && fast;
     }
 
     __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {

@@ -72,6 +72,9 @@ struct InputGradTiles {
     typedef typename IO<TYPE>::compute compute;
     static constexpr int type = TYPE;
     static constexpr bool half = TYPE <= 1;
+    // Where fetch's 4 values of a thread go in the tiles (cvz_put): one term of 4 rows of a and
+    // of 4 channels of b.
+    static constexpr bool a_by_term = true, b_by_term = true;
     const typename IO<TYPE>::storage *dy, *w;
     typename IO<TYPE>::storage* dx;
     typename IO<TYPE>::compute* partial;
@@ -157,20 +160,6 @@ struct InputGradTiles {
             const int nn = threadIdx.x / 16 + 16 * i;
             b_next[i] = term_real && n0 + nn < cin_g ? IO<TYPE>::load(w, base + (n0 + nn) * ws[2]) : (compute)0;
         }
-    }
-
-    __device__ bool put(compute (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
-                        compute (*b)[CVZ_BN + CVZ_PAD]) {
-        const int kk = threadIdx.x % 16;
-        bool fast = true;
-        for (int i = 0; i < 4; ++i) {
-            const int mm = threadIdx.x / 16 + 16 * i;
-            a[kk][mm] = a_next[i];
-            a_real[kk][mm] = a_next_real[i];
-            b[kk][mm] = b_next[i];
-            fast = fast && cvz_fast_a<TYPE>(a_next[i]) && cvz_fast_b<TYPE>(b_next[i]);
-        }
-        return fast;
     }
 
     __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {
