@@ -171,14 +171,16 @@ def tensor_pair(
     """Convert an op's two tensors; they must share one of the ``allowed`` dtypes.
 
     A Python list takes the dtype of the other operand when that one is an
-    array, as TensorFlow converts it.
+    array, as TensorFlow converts it (converted from the list itself: never
+    through ``default_float`` first, which would round float64 values to float32).
     """
     first_is_array = hasattr(first, "dtype")
+    given_first = first
     first = as_tensor(first, first_name, op, default_float=default_float)
     second = as_tensor(second, second_name, op, like=first if first_is_array else None,
                        default_float=default_float)
     if not first_is_array and second.dtype != first.dtype:
-        first = as_tensor(first.tolist(), first_name, op, like=second)
+        first = as_tensor(given_first, first_name, op, like=second)
     dtype = check_dtype(first, first_name, op, allowed)
     check_same_dtype(second, second_name, first, first_name, op)
     return first, second, dtype

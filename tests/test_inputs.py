@@ -8,6 +8,7 @@ import pytest
 
 import convviz
 from convviz import reference
+from convviz.ops import OPS
 
 F32 = np.float32
 
@@ -32,6 +33,34 @@ def test_python_lists(problem):
     ints = convviz.conv2d_backprop_input([1, 2, 2, 1], [[[[1]]]], [[[[2], [3]], [[4], [5]]]],
                                          [1, 1, 1, 1], "VALID")
     assert ints.dtype == np.int32 and ints.ravel().tolist() == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("listed", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_a_list_takes_the_other_tensors_dtype_from_its_own_values(op, listed, dtype, rng):
+    # One rule in every op: a nested list beside an array becomes that array's dtype, converted
+    # from the list's own values (float64 values are never rounded through float32 on the way).
+    args = list(op.example(rng, dtype, "NHWC", (1, 1), (1, 1), "SAME"))
+    want = op.run(*args, None)
+    position = op.tensor_positions[listed]
+    args[position] = args[position].tolist()
+    got = op.run(*args, None)
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("listed", ["input", "weight"])
+def test_conv_transpose2d_takes_the_same_rule(listed, rng):
+    x = rng.standard_normal((1, 3, 5, 5)) / 7  # float64 values that float32 would round
+    w = rng.standard_normal((3, 4, 3, 3)) / 3
+    want = convviz.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1)
+    got = convviz.conv_transpose2d(x.tolist() if listed == "input" else x, w.tolist() if listed == "weight" else w,
+                                   stride=2, padding=1, output_padding=1)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+    both = convviz.conv_transpose2d(x.tolist(), w.tolist(), stride=2, padding=1, output_padding=1)
+    assert both.dtype == np.float32  # two lists: PyTorch's default dtype
 
 
 def test_non_contiguous_read_only_fortran_and_reversed_views(problem):
