@@ -1,6 +1,6 @@
 """Run the convviz speed benchmark: ``python benchmarks/bench.py [--help]``.
 
-The same as ``convviz bench``; the implementation lives in ``convviz/bench.py``
+The same as ``convviz bench``; the implementation lives in ``convviz/bench/``
 so that an installed convviz can run it too.  Results for this repository's
 reference machine are in ``BENCHMARKS.md``.
 """

@@ -100,8 +100,8 @@ def test_pytorch_computes_the_same_where_same_padding_is_symmetric(case, rng):
 
 
 def test_a_peer_without_a_call_for_the_op_is_noted(monkeypatch):
-    monkeypatch.setattr(bench, "_load_peers", lambda wanted, threads: {"torch": "test"})
-    monkeypatch.setattr(bench, "TORCH_CALLS", {})
+    monkeypatch.setattr(bench.timing, "_load_peers", lambda wanted, threads: {"torch": "test"})
+    monkeypatch.setattr(bench.peers, "TORCH_CALLS", {})
     cases = [case for case in bench.CASES if case.name == "fwd_tiny"]
     results, _ = bench.run(cases, peers=("torch",), min_seconds=0, min_rounds=1, max_rounds=1, scaling=False,
                            peaks=False)
@@ -117,7 +117,7 @@ def _cells(row: str) -> list[str]:
 
 
 def test_quick_run_prints_progress_a_row_per_case_and_json(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)  # the run's peaks, quickly (not a real bandwidth)
+    monkeypatch.setattr(bench.cli, "PEAK_ARRAY_BYTES", 1 << 20)  # the run's peaks, quickly (not a real bandwidth)
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--no-peers", "--only", ",".join(TINY), "--json", str(path)]) == 0
     out, err = capsys.readouterr()
@@ -278,7 +278,7 @@ def test_the_shortfall_table_lists_only_the_cases_under_the_target():
 def test_load_times_each_case_again_beside_busy_processes(tmp_path, capsys, monkeypatch):
     """--load N: every case timed again while N busy processes run (and are gone after),
     the loaded/quiet table and the loaded times in the JSON."""
-    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)
+    monkeypatch.setattr(bench.cli, "PEAK_ARRAY_BYTES", 1 << 20)
     started = []
     real = bench.busy_processes
 
@@ -289,7 +289,7 @@ def test_load_times_each_case_again_beside_busy_processes(tmp_path, capsys, monk
             started.append(procs)
             yield procs
 
-    monkeypatch.setattr(bench, "busy_processes", watched)
+    monkeypatch.setattr(bench.timing, "busy_processes", watched)
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--no-peers", "--only", "fwd_tiny,dwf_tiny", "--load", "2",
                  "--json", str(path)]) == 0
@@ -323,7 +323,7 @@ def test_sweep_times_every_op_on_the_networks_layers_and_sums_up_per_op(capsys, 
     all_cases = bench.sweep_cases(["resnet18", "mobilenet_v2"], batches=(1, 8))
     assert {c.op for c in all_cases} == set(bench.SHORT_NAMES)  # all six ops
     assert len({c.label for c in all_cases}) == len(all_cases)
-    monkeypatch.setattr(bench, "PEAK_ARRAY_BYTES", 1 << 20)
+    monkeypatch.setattr(bench.cli, "PEAK_ARRAY_BYTES", 1 << 20)
     monkeypatch.setattr(networks, "NETWORKS", {"tiny": lambda: [networks.Layer(8, 3, 8, 3, 1),
                                                                 networks.Layer(8, 8, 8, 3, 2, depthwise=True)]})
     assert main(["bench", "--quick", "--no-peers", "--sweep", "--batches", "1,2", "--only", "fwd,dwf"]) == 0
