@@ -14,31 +14,22 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from ._dtypes import BFLOAT16, FLOAT_AND_INT32_DTYPES, FLOAT_DTYPES, HALF_DTYPES
+from ._dtypes import dtype_name as _dtype_name
+from ._dtypes import dtype_names as _names
 from ._threads import MAX_THREADS, default_threads
 from .errors import InvalidArgumentError
 from .geometry import DATA_FORMATS, PADDINGS, ConvGeometry
 
-__all__ = ["InvalidArgumentError"]  # re-exported for old imports; it lives in convviz.errors
-
-BFLOAT16: np.dtype = np.dtype(ml_dtypes.bfloat16)
-HALF_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BFLOAT16)
-FLOAT_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
-FLOAT_AND_INT32_DTYPES: tuple[np.dtype, ...] = FLOAT_DTYPES + (np.dtype(np.int32),)
+# InvalidArgumentError lives in convviz.errors, the dtypes in convviz._dtypes: both re-exported
+# here for the callers that import them from the validator.
+__all__ = ["BFLOAT16", "FLOAT_AND_INT32_DTYPES", "FLOAT_DTYPES", "HALF_DTYPES", "InvalidArgumentError"]
 
 # Sizes, strides, dilations and paddings are int32 in TensorFlow's kernels;
 # larger values are never meaningful and would only invite overflow.
 MAX_DIMENSION = 2**31 - 1
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    return "bfloat16" if dtype == BFLOAT16 else str(dtype)
-
-
-def _names(dtypes: tuple[np.dtype, ...]) -> str:
-    return ", ".join(_dtype_name(d) for d in dtypes)
 
 
 # -- scalars and integer lists ----------------------------------------------------

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import _openmp_info
-from .._validate import BFLOAT16
+from .._dtypes import BFLOAT16
 from ..geometry import AxisGeometry, ConvGeometry
 
 

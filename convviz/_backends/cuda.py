@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._validate import BFLOAT16
+from .._dtypes import BFLOAT16
 from ..errors import DeviceError
 
 COMMON = Path(__file__).with_name("cuda_common.cuh")

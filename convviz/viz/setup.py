@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import ops
+from .._dtypes import dtype_name as _dtype_name
 from .._validate import InvalidArgumentError
 from ..geometry import DATA_FORMATS, PADDINGS, ConvGeometry
 
@@ -71,10 +72,6 @@ def _is_real_dtype(dtype: np.dtype) -> bool:
         except (TypeError, ValueError):
             pass
     return False
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    return getattr(dtype.type, "__name__", str(dtype)) if dtype.kind == "V" else str(dtype)
 
 
 def _user_array(value: Any, name: str, data_format: str) -> np.ndarray:
