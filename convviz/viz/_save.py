@@ -19,6 +19,7 @@ file; here each frame is drawn once in all.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import math
@@ -536,84 +537,9 @@ _BUTTONS = (  # id, text glyph (U+FE0E asks for text, not emoji, presentation), 
     ("last", "\u25b6\ufe0e\u25b6\ufe0e|", "last frame"),
 )
 
-_STYLE = """
-body { margin: 1rem; font: 18px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-       color: #111; background: #fff; }
-.player { display: inline-block; max-width: 100%; }
-.frames img { display: block; max-width: 100%; height: auto; }
-.frames img[hidden] { display: none; }
-.controls { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin-top: 0.75rem; }
-button { font: inherit; font-size: 20px; line-height: 1; min-width: 3.2rem; min-height: 2.75rem;
-         padding: 0.3rem 0.7rem; color: #111; background: #f2f2f2; border: 2px solid #444;
-         border-radius: 0.4rem; cursor: pointer; }
-button:hover { background: #e2e2e2; }
-button:focus-visible, input:focus-visible { outline: 3px solid #1a5fb4; outline-offset: 2px; }
-input[type=range] { flex: 1 1 12rem; min-width: 8rem; height: 2.75rem; accent-color: #1a5fb4; }
-output { font-size: 18px; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.hint { font-size: 16px; color: #444; margin: 0.5rem 0 0; }
-"""
 
-_SCRIPT = """
-(function () {
-  "use strict";
-  var INTERVAL = %(interval)s, HOLD = %(hold)s;
-  var frames = document.querySelectorAll("#frames img"), n = frames.length;
-  var slider = document.getElementById("slider"), readout = document.getElementById("readout");
-  var playButton = document.getElementById("play");
-  var current = 0, timer = null;
-  function show(k) {
-    k = Math.max(0, Math.min(n - 1, k));
-    frames[current].hidden = true;
-    frames[k].hidden = false;
-    current = k;
-    slider.value = String(k + 1);
-    slider.setAttribute("aria-valuetext", "frame " + (k + 1) + " of " + n);
-    readout.textContent = "frame " + (k + 1) + " / " + n;
-  }
-  function label(playing) {
-    var words = playing ? "pause" : "play";
-    playButton.textContent = playing ? "\\u2016" : "\\u25b6\\ufe0e";
-    playButton.title = words;
-    playButton.setAttribute("aria-label", words);
-  }
-  function delay() { return current === n - 1 ? HOLD : INTERVAL; }
-  function tick() { show((current + 1) %% n); timer = setTimeout(tick, delay()); }
-  function play() {
-    if (timer !== null || n < 2) { return; }
-    if (current === n - 1) { show(0); }
-    timer = setTimeout(tick, delay());
-    label(true);
-  }
-  function pause() {
-    if (timer !== null) { clearTimeout(timer); timer = null; }
-    label(false);
-  }
-  function toggle() { if (timer === null) { play(); } else { pause(); } }
-  function go(k) { pause(); show(k); }
-  document.getElementById("first").addEventListener("click", function () { go(0); });
-  document.getElementById("back").addEventListener("click", function () { go(current - 1); });
-  document.getElementById("step").addEventListener("click", function () { go(current + 1); });
-  document.getElementById("last").addEventListener("click", function () { go(n - 1); });
-  playButton.addEventListener("click", toggle);
-  slider.addEventListener("input", function () { go(Number(slider.value) - 1); });
-  document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.ctrlKey || event.metaKey) { return; }
-    var target = event.target, tag = target && target.tagName;
-    if (tag === "TEXTAREA" || tag === "SELECT" || (tag === "INPUT" && target !== slider) ||
-        (target && target.isContentEditable)) { return; }
-    if (event.key === " " || event.key === "Spacebar") {
-      if (tag === "BUTTON") { return; }  // the focused button clicks itself
-      event.preventDefault(); toggle(); return;
-    }
-    if (target === slider) { return; }  // the slider moves itself with arrows, Home and End
-    var moves = { ArrowRight: current + 1, ArrowLeft: current - 1, Home: 0, End: n - 1 };
-    if (event.key in moves) { event.preventDefault(); go(moves[event.key]); }
-  });
-  show(0);
-  var reduce = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-  if (!reduce) { play(); }
-})();
-"""
+
+
 
 
 def _player_html(png_frames: Sequence[bytes], *, interval_ms: float, hold_ms: float, title: str,
@@ -648,10 +574,11 @@ def _player_html(png_frames: Sequence[bytes], *, interval_ms: float, hold_ms: fl
         for k, png in enumerate(png_frames))
     buttons = "".join(f'<button type="button" id="{key}" title="{words}" aria-label="{words}">{glyph}</button>\n'
                       for key, glyph, words in _BUTTONS)
-    script = _SCRIPT % {"interval": _js_number(interval_ms), "hold": _js_number(hold_ms)}
+    script = (_asset("player.js").replace("/*INTERVAL*/250", _js_number(interval_ms))
+              .replace("/*HOLD*/2000", _js_number(hold_ms)))
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n{meta}'
-            f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+            f"<title>{html.escape(title)}</title>\n<style>\n{_asset('player.css')}</style>\n</head>\n<body>\n"
             f'<main class="player">\n<div class="frames" id="frames">\n{images}</div>\n'
             f'<div class="controls" role="group" aria-label="animation controls">\n{buttons}'
             f'<input type="range" id="slider" min="1" max="{n}" step="1" value="1" title="frame" '
@@ -661,6 +588,12 @@ def _player_html(png_frames: Sequence[bytes], *, interval_ms: float, hold_ms: fl
             f"and last frame.</p>\n"
             f"<noscript><p>The controls need JavaScript; the first frame is shown.</p></noscript>\n"
             f"</main>\n<script>{script}</script>\n</body>\n</html>\n")
+
+
+@functools.lru_cache(maxsize=None)
+def _asset(name: str) -> str:
+    """The player's script or style, from its file beside this module (packaged with it)."""
+    return (Path(__file__).resolve().parent / name).read_text(encoding="utf-8")
 
 
 def _js_number(value: float) -> str:
