@@ -6,10 +6,8 @@
 //   struct Policy {
 //       typedef ... compute;                  // float, double or unsigned int
 //       int K, M, m0;                         // terms per output, rows, the block's first row
-//       void fetch(int k0);                   // read step k0's values into a_next, a_next_real, b_next
-//       compute a_next[4], b_next[4];         // this thread's 4 values of each tile, for cvz_put
-//       bool a_next_real[4];                  // whether each a value is a term that exists
-//       static constexpr bool a_by_term, b_by_term;  // their places in the tiles (cvz_tile_slot)
+//       CvzFetched<TYPE, A_BY_TERM, B_BY_TERM> next;  // a step's values between fetch and cvz_put
+//       void fetch(int k0);                   // read step k0's values into next
 //       void store(compute (*acc)[4], const int* rows, const int* cols);  // acc[i][j] at rows[i], cols[j]
 //   };
 //
@@ -190,20 +188,31 @@ __device__ inline void cvz_tile_slot(int i, int& k, int& col) {
         k = threadIdx.x / CVZ_BM + 4 * i, col = threadIdx.x % CVZ_BM;
 }
 
+// A thread's values of one step, from the policy's fetch to cvz_put, with what every policy
+// says alike: its type code and where the values go in the tiles (cvz_tile_slot: a[i] at slot
+// i of A_BY_TERM, b[i] at slot i of B_BY_TERM).
+template <int TYPE, bool A_BY_TERM, bool B_BY_TERM>
+struct CvzFetched {
+    static constexpr int type = TYPE;
+    static constexpr bool a_by_term = A_BY_TERM, b_by_term = B_BY_TERM;
+    typename IO<TYPE>::compute a[4], b[4];
+    bool a_real[4];  // whether each a value is a term that exists
+};
+
 // The values the policy fetched into the shared tiles; whether the step may take the fast loop
 // (cvz_fast_a, cvz_fast_b).
-template <class Policy, typename T>
-__device__ inline bool cvz_put(const Policy& op, T (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
+template <class Fetched, typename T>
+__device__ inline bool cvz_put(const Fetched& next, T (*a)[CVZ_BM + CVZ_PAD], unsigned char (*a_real)[CVZ_BM],
                                T (*b)[CVZ_BN + CVZ_PAD]) {
     bool fast = true;
     for (int i = 0; i < 4; ++i) {
         int k, col;
-        cvz_tile_slot<Policy::a_by_term>(i, k, col);
-        a[k][col] = op.a_next[i];
-        a_real[k][col] = op.a_next_real[i];
-        cvz_tile_slot<Policy::b_by_term>(i, k, col);
-        b[k][col] = op.b_next[i];
-        fast = fast && cvz_fast_a<Policy::type>(op.a_next[i]) && cvz_fast_b<Policy::type>(op.b_next[i]);
+        cvz_tile_slot<Fetched::a_by_term>(i, k, col);
+        a[k][col] = next.a[i];
+        a_real[k][col] = next.a_real[i];
+        cvz_tile_slot<Fetched::b_by_term>(i, k, col);
+        b[k][col] = next.b[i];
+        fast = fast && cvz_fast_a<Fetched::type>(next.a[i]) && cvz_fast_b<Fetched::type>(next.b[i]);
     }
     return fast;
 }
@@ -211,10 +220,11 @@ __device__ inline bool cvz_put(const Policy& op, T (*a)[CVZ_BM + CVZ_PAD], unsig
 template <class Policy>
 __device__ void cvz_tiled_product(Policy& op) {
     typedef typename Policy::compute T;
+    constexpr int type = decltype(op.next)::type;
     if (op.m0 >= op.M) return;  // the whole block: a smaller stride phase than the grid's largest
     // Half types take the tensor-core layout (cvz_owned); without tensor cores (the CPU
     // emulator, a device before compute capability 8.0) cvz_mma_step sums the same terms itself.
-    constexpr bool mma = Policy::half;
+    constexpr bool mma = type <= 1;  // float16, bfloat16
     __shared__ __align__(16) T a_tile[CVZ_BK][CVZ_BM + CVZ_PAD];
     __shared__ __align__(16) T b_tile[CVZ_BK][CVZ_BN + CVZ_PAD];
     __shared__ unsigned char a_real[CVZ_BK][CVZ_BM];
@@ -225,11 +235,11 @@ __device__ void cvz_tiled_product(Policy& op) {
         for (int j = 0; j < 4; ++j) acc[i][j] = 0;
     if (op.K > 0) op.fetch(0);
     for (int k0 = 0; k0 < op.K; k0 += CVZ_BK) {
-        const bool fast = cvz_put(op, a_tile, a_real, b_tile);
+        const bool fast = cvz_put(op.next, a_tile, a_real, b_tile);
         if (k0 + CVZ_BK < op.K) op.fetch(k0 + CVZ_BK);  // in flight while this step multiplies
         if (!__syncthreads_or(!fast)) {
             if constexpr (mma) {
-                cvz_mma_step<Policy::type>(a_tile, b_tile, acc, rows, cols);
+                cvz_mma_step<type>(a_tile, b_tile, acc, rows, cols);
             } else {
 #pragma unroll
                 for (int k = 0; k < CVZ_BK; ++k) {
@@ -261,9 +271,10 @@ __device__ void cvz_tiled_product(Policy& op) {
 template <int TYPE>
 __device__ inline void cvz_fetch_dense_b(const typename IO<TYPE>::storage* values, int row_stride, int K, int N,
                                          int k0, int n0, typename IO<TYPE>::compute* v) {
-    const int n = threadIdx.x % CVZ_BN;
     for (int i = 0; i < 4; ++i) {
-        const int k = k0 + threadIdx.x / CVZ_BN + 4 * i;
+        int k, n;
+        cvz_tile_slot<false>(i, k, n);
+        k += k0;
         v[i] = k < K && n0 + n < N ? IO<TYPE>::load(values, (i64)k * row_stride + n0 + n)
                                    : (typename IO<TYPE>::compute)0;
     }

@@ -60,14 +60,11 @@ __global__ void conv2d_filter_grad_narrow(const typename IO<TYPE>::storage* x, c
 // and merge_chunk_partials adds the chunks in order (pass 2), so the grouping depends on the
 // shape alone, never on the device.
 // Grid: x = row tiles, y = column tiles, z = chunk * G + group.
+// A thread fetches one row of a and one column of b at 4 pixels (terms).
 template <int TYPE>
 struct FilterGradTiles {
     typedef typename IO<TYPE>::compute compute;
-    static constexpr int type = TYPE;
-    static constexpr bool half = TYPE <= 1;
-    // Where fetch's 4 values of a thread go in the tiles (cvz_put): one row of a and one column
-    // of b, at 4 pixels (terms).
-    static constexpr bool a_by_term = false, b_by_term = false;
+    CvzFetched<TYPE, false, false> next;
     const typename IO<TYPE>::storage *x, *dy;
     typename IO<TYPE>::storage* dw;
     compute* partial;
@@ -75,9 +72,6 @@ struct FilterGradTiles {
     int K, M, m0, n0, G, g, first_pixel, chunk, chunks;
     i64 total;
     int row_x, row_h, row_w;  // this thread's row of A: input channel offset, tap offsets
-    // The next step's values (fetch), waiting to be put in the shared tiles.
-    compute a_next[4], b_next[4];
-    bool a_next_real[4];
     // This thread's 4 pixels of the current step (n, oh, ow), stepped 16 pixels at a time:
     // no division per pixel.
     int step_n[4], step_oh[4], step_ow[4];
@@ -102,29 +96,33 @@ struct FilterGradTiles {
         M = prm.KH * KW * cin_g;
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
-        const int m = m0 + threadIdx.x % CVZ_BM, ci = m % cin_g, tap = m / cin_g;
+        int first_kk, row;
+        cvz_tile_slot<false>(0, first_kk, row);  // this thread's row (the same for its 4 pixels)
+        const int m = m0 + row, ci = m % cin_g, tap = m / cin_g;
         row_x = (g * cin_g + ci) * xs[3];
         row_h = m < M ? (tap / KW) * prm.dh - prm.pad_top : CVZ_NO_ROW;
         row_w = (tap % KW) * prm.dw - prm.pad_left;
         for (int i = 0; i < 4; ++i) {
-            const int pixel = first_pixel + threadIdx.x / CVZ_BM + 4 * i;
+            int kk, col;
+            cvz_tile_slot<false>(i, kk, col);
+            const int pixel = first_pixel + kk;
             step_ow[i] = pixel % OW, step_oh[i] = (pixel / OW) % OH, step_n[i] = pixel / (OW * OH);
         }
     }
 
     __device__ void fetch(int k0) {
-        const int n_col = threadIdx.x % CVZ_BN;
         for (int i = 0; i < 4; ++i) {
-            const int kk = threadIdx.x / CVZ_BM + 4 * i;
+            int kk, n_col;
+            cvz_tile_slot<false>(i, kk, n_col);
             const int n = step_n[i], oh = step_oh[i], ow = step_ow[i];
             for (step_ow[i] += CVZ_BK; step_ow[i] >= OW; step_ow[i] -= OW)  // on to the next step's pixel
                 if (++step_oh[i] == OH) step_oh[i] = 0, ++step_n[i];
             const bool pixel_real = k0 + kk < K;
             const int ih = oh * sh + row_h, iw = ow * sw + row_w;
             const bool real = pixel_real && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            a_next[i] = real ? IO<TYPE>::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + row_x) : (compute)0;
-            a_next_real[i] = real;
-            b_next[i] = pixel_real && n0 + n_col < cout_g
+            next.a[i] = real ? IO<TYPE>::load(x, n * xs[0] + ih * xs[1] + iw * xs[2] + row_x) : (compute)0;
+            next.a_real[i] = real;
+            next.b[i] = pixel_real && n0 + n_col < cout_g
                             ? IO<TYPE>::load(dy, n * ys[0] + oh * ys[1] + ow * ys[2] + (g * cout_g + n0 + n_col) * ys[3])
                             : (compute)0;
         }

@@ -62,26 +62,20 @@ __global__ void conv2d_forward_narrow(const typename IO<TYPE>::storage* x, const
 // (cuda_tiles.cuh).  With one chunk the block stores y; with more (too few tiles to fill the
 // device: the shape decides, see cuda.split_terms) chunk c of the terms goes to
 // partial[c][y's offset], summed in order by merge_chunk_partials.
+// A thread fetches one term of 4 rows of a (by term) and 4 terms of a column of the dense b.
 template <int TYPE>
 struct ForwardTiles {
     typedef typename IO<TYPE>::compute compute;
-    static constexpr int type = TYPE;
-    static constexpr bool half = TYPE <= 1;
-    // Where fetch's 4 values of a thread go in the tiles (cvz_put): a's along a column of
-    // terms (a thread loads one term of 4 rows), b's dense rows along the channels.
-    static constexpr bool a_by_term = true, b_by_term = false;
+    CvzFetched<TYPE, true, false> next;
     const typename IO<TYPE>::storage *x, *w;
     typename IO<TYPE>::storage* y;
     compute* partial;
     int H, W, OH, OW, Cout, KW, cin_g, cout_g, sh, sw, dh, dw, xs[4], ys[4];
     int K, M, m0, n0, g, ci0, first_term, chunk, chunks;
     i64 total;
-    // The 4 rows this thread loads (m0 + threadIdx.x / 16 + 16 i): image offset, top-left tap
+    // The 4 rows this thread loads (its a slots): image offset, top-left tap
     // (CVZ_NO_ROW past the last row: every tap then reads "padding").
     int row_base[4], row_h[4], row_w[4];
-    // The next step's values (fetch), waiting to be put in the shared tiles.
-    compute a_next[4], b_next[4];
-    bool a_next_real[4];
 
     __device__ ForwardTiles(const typename IO<TYPE>::storage* x_, const typename IO<TYPE>::storage* w_,
                             typename IO<TYPE>::storage* y_, compute* partial_, const i64* p)
@@ -103,7 +97,9 @@ struct ForwardTiles {
         n0 = blockIdx.y * CVZ_BN;
         ci0 = g * cin_g;
         for (int i = 0; i < 4; ++i) {
-            const int m = m0 + threadIdx.x / 16 + 16 * i;
+            int kk, row;
+            cvz_tile_slot<true>(i, kk, row);
+            const int m = m0 + row;
             const int ow = m % OW, oh = (m / OW) % OH;
             row_base[i] = (m / (OW * OH)) * xs[0];
             row_h[i] = m < M ? oh * sh - prm.pad_top : CVZ_NO_ROW;
@@ -112,17 +108,19 @@ struct ForwardTiles {
     }
 
     __device__ void fetch(int k0) {
-        const int kk = threadIdx.x % 16, k = first_term + k0 + kk;
+        int kk, row;
+        cvz_tile_slot<true>(0, kk, row);  // this thread's term (the same for its 4 rows)
+        const int k = first_term + k0 + kk;
         const int ci = k % cin_g, tap = k / cin_g;
         const int kh = tap / KW, kw = tap % KW;
         for (int i = 0; i < 4; ++i) {
             const int ih = row_h[i] + kh * dh, iw = row_w[i] + kw * dw;
             const bool real = k0 + kk < K && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            a_next[i] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
+            next.a[i] = real ? IO<TYPE>::load(x, row_base[i] + ih * xs[1] + iw * xs[2] + (ci0 + ci) * xs[3])
                              : (compute)0;
-            a_next_real[i] = real;
+            next.a_real[i] = real;
         }
-        cvz_fetch_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, b_next);
+        cvz_fetch_dense_b<TYPE>(w + (i64)first_term * Cout + g * cout_g, Cout, K, cout_g, k0, n0, next.b);
     }
 
     __device__ void store(compute (*acc)[4], const int* rows, const int* cols) {

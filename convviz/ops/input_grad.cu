@@ -67,14 +67,11 @@ __global__ void input_grad_narrow(const typename IO<TYPE>::storage* dy, const ty
 // threads load neighbouring co.  Grid: x = pixel tiles (of the largest phase), y = channel
 // tiles, z = (chunk * G + group) * sh * sw + phase.  Parameters: TiledParams (cuda_tiles.cuh;
 // the split as in conv2d_forward_tiled).
+// A thread fetches one term of 4 rows of a and of 4 channels of b (both by term).
 template <int TYPE>
 struct InputGradTiles {
     typedef typename IO<TYPE>::compute compute;
-    static constexpr int type = TYPE;
-    static constexpr bool half = TYPE <= 1;
-    // Where fetch's 4 values of a thread go in the tiles (cvz_put): one term of 4 rows of a and
-    // of 4 channels of b.
-    static constexpr bool a_by_term = true, b_by_term = true;
+    CvzFetched<TYPE, true, true> next;
     const typename IO<TYPE>::storage *dy, *w;
     typename IO<TYPE>::storage* dx;
     typename IO<TYPE>::compute* partial;
@@ -86,9 +83,6 @@ struct InputGradTiles {
     int sh, sw, dh, dw, pt, pl;
     // The 4 rows this thread loads: image offset in out_backprop, qh, qw.
     int row_base[4], row_h[4], row_w[4];
-    // The next step's values (fetch), waiting to be put in the shared tiles.
-    compute a_next[4], b_next[4];
-    bool a_next_real[4];
 
     // The phase's first pixel along one side, how many it has, and its first tap and tap step.
     __device__ static void phase(int size, int pad, int stride, int dilation, int taps, int r, int& first,
@@ -133,7 +127,9 @@ struct InputGradTiles {
         m0 = blockIdx.x * CVZ_BM;
         n0 = blockIdx.y * CVZ_BN;
         for (int i = 0; i < 4; ++i) {
-            const int m = m0 + threadIdx.x / 16 + 16 * i;
+            int kk, row;
+            cvz_tile_slot<true>(i, kk, row);
+            const int m = m0 + row;
             row_base[i] = M > 0 ? (m / (wq * hq)) * ys[0] : 0;
             row_h[i] = m < M ? (m / wq) % hq : CVZ_NO_ROW;
             row_w[i] = M > 0 ? m % wq : 0;
@@ -141,7 +137,9 @@ struct InputGradTiles {
     }
 
     __device__ void fetch(int k0) {
-        const int kk = threadIdx.x % 16, k = first_term + k0 + kk, tap = k / cout_g;
+        int kk, slot;
+        cvz_tile_slot<true>(0, kk, slot);  // this thread's term (the same for its 4 rows and channels)
+        const int k = first_term + k0 + kk, tap = k / cout_g;
         const bool term_real = k0 + kk < K;
         const int term_co = g * cout_g + k % cout_g;
         const int term_kh = first_kh + tap / taps_w * step_h;
@@ -151,14 +149,15 @@ struct InputGradTiles {
         for (int i = 0; i < 4; ++i) {
             const int oh = row_h[i] + oh0, ow = row_w[i] + ow0;
             const bool real = term_real && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
-            a_next[i] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + term_co * ys[3])
+            next.a[i] = real ? IO<TYPE>::load(dy, row_base[i] + oh * ys[1] + ow * ys[2] + term_co * ys[3])
                              : (compute)0;
-            a_next_real[i] = real;
+            next.a_real[i] = real;
         }
         const int base = term_kh * ws[0] + term_kw * ws[1] + term_co * ws[3];
         for (int i = 0; i < 4; ++i) {
-            const int nn = threadIdx.x / 16 + 16 * i;
-            b_next[i] = term_real && n0 + nn < cin_g ? IO<TYPE>::load(w, base + (n0 + nn) * ws[2]) : (compute)0;
+            int term, nn;
+            cvz_tile_slot<true>(i, term, nn);
+            next.b[i] = term_real && n0 + nn < cin_g ? IO<TYPE>::load(w, base + (n0 + nn) * ws[2]) : (compute)0;
         }
     }
 
