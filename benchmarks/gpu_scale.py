@@ -65,15 +65,11 @@ def device_data(case: bench.Case, cp: Any) -> dict[str, Any]:
     return data
 
 
-def case_bytes(case: bench.Case) -> int:
-    return case.bytes  # the op's tensors and its result, once each
-
-
 def largest_batch(layer: networks.Layer, op: str, dtype: str, limit_bytes: float) -> int:
     """The largest batch whose tensors fit in ``limit_bytes``."""
     one = make_case(layer, op, 1, dtype)
     filter_bytes = math.prod(one.geometry.filter_shape) * np.dtype(bench.DTYPES[dtype]).itemsize
-    per_sample = case_bytes(one) - filter_bytes
+    per_sample = one.bytes - filter_bytes  # the op's tensors and its result, once each, less the filter
     return max(1, int((limit_bytes - filter_bytes) // per_sample))
 
 
@@ -84,17 +80,14 @@ def make_case(layer: networks.Layer, op: str, batch: int, dtype: str) -> bench.C
                       dtype=dtype)
 
 
-def back_to_back(call: Callable[[], Any], sync: Callable[[], None], calls: int, repeats: int) -> float:
-    """Median over ``repeats`` of the mean seconds per call of ``calls`` calls made back to back."""
-    runs = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        sync()
-        runs.append((time.perf_counter() - start) / calls)
-    return statistics.median(runs)
+def back_to_back(call: Callable[[], Any], sync: Callable[[], None], calls: int) -> float:
+    """The mean seconds per call of ``calls`` calls made back to back, then one synchronisation."""
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    sync()
+    return (time.perf_counter() - start) / calls
 
 
 def pool_use(cp: Any, call: Callable[[], Any], calls: int) -> dict[str, float]:
@@ -129,9 +122,7 @@ def pool_use(cp: Any, call: Callable[[], Any], calls: int) -> dict[str, float]:
 
 def time_case(case: bench.Case, cp: Any, torch: Any, calls: int, repeats: int) -> dict[str, Any]:
     data = device_data(case, cp)
-    op = case.record
-    args = (*(data[name] for name in op.args), *bench.window_arguments(case.geometry, bench.PADDING), None)
-    ours = lambda: op.run(*args)  # noqa: E731
+    ours = bench.convviz_call(case, data, None)  # on the CuPy arrays, unsynchronised
     theirs = bench.TORCH_CALLS[case.op](DeviceTorchCase(case, data, torch, "cuda"))
     sync = cp.cuda.runtime.deviceSynchronize
     result_bytes = int(ours().nbytes)
@@ -144,13 +135,13 @@ def time_case(case: bench.Case, cp: Any, torch: Any, calls: int, repeats: int) -
     n = max(1, min(calls, int(0.005 / max(time.perf_counter() - start, 1e-6))))
     t_ours, t_theirs = [], []
     for r in range(repeats):  # alternate, so drift of clocks or host is shared
-        t_ours.append(back_to_back(ours, sync, n, 1))
-        t_theirs.append(back_to_back(theirs, sync, n, 1))
+        t_ours.append(back_to_back(ours, sync, n))
+        t_theirs.append(back_to_back(theirs, sync, n))
     row = {"label": case.label, "op": case.op, "batch": case.n, "dtype": case.dtype,
            "convviz_s": statistics.median(t_ours), "torch_s": statistics.median(t_theirs),
            "flops": case.flops, "bytes": case.bytes, "result_bytes": result_bytes}
     row["memory"] = pool_use(cp, ours, min(n, 10))
-    del data, args
+    del data
     return row
 
 
