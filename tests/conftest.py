@@ -80,11 +80,9 @@ TEST_MARKERS = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    known = {name for name, _ in TEST_MARKERS}
     for item in items:
-        markers = list(FILE_MARKERS.get(item.path.name, ()))
-        if item.path.name in known:
-            markers += TEST_MARKERS.get((item.path.name, getattr(item, "originalname", item.name)), ())
+        markers = FILE_MARKERS.get(item.path.name, ())
+        markers += TEST_MARKERS.get((item.path.name, getattr(item, "originalname", item.name)), ())
         for name in markers:
             item.add_marker(getattr(pytest.mark, name))
 

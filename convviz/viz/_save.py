@@ -538,10 +538,6 @@ _BUTTONS = (  # id, text glyph (U+FE0E asks for text, not emoji, presentation), 
 )
 
 
-
-
-
-
 def _player_html(png_frames: Sequence[bytes], *, interval_ms: float, hold_ms: float, title: str,
                  metadata: dict | None = None) -> str:
     """A self-contained HTML page playing the PNG frames, with controls; it loads nothing from the network.
