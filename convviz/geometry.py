@@ -402,6 +402,19 @@ class ConvGeometry:
             return kh, kw, self.in_channels, self.multiplier
         return kh, kw, self.in_channels // self.groups, self.out_channels
 
+    @property
+    def flops(self) -> float:
+        """The multiply-adds of the convolution (and of each of its gradients) times two:
+        ``2 * N * OH * OW * C_out * KH * KW * C_in / groups`` (depthwise: ``groups = C_in``).
+
+        >>> ConvGeometry.build(batch=1, input_hw=(4, 4), in_channels=2, out_channels=3, kernel_hw=(3, 3),
+        ...                    strides=(1, 1), dilations=(1, 1), padding="VALID").flops
+        432.0
+        """
+        oh, ow = self.output_hw
+        kh, kw = self.kernel_hw
+        return 2.0 * self.batch * oh * ow * self.out_channels * kh * kw * (self.in_channels // max(self.groups, 1))
+
     # -- what the pictures show --------------------------------------------
     def coverage(self) -> np.ndarray:
         """``[H, W]`` count of (output cell, tap) pairs that read each input cell.

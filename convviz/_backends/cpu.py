@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -188,16 +189,34 @@ def tap_ranges(axis: AxisGeometry) -> np.ndarray:
     return table
 
 
+# The kernel call of one op: ``compute(plan, first, second, result, n_threads)`` with
+# the op's two tensors and its result as the kernel sees them (NCHW images transposed
+# to logical NHWC, int32 seen as uint32).
+Compute = Callable[["ConvPlan", np.ndarray, np.ndarray, np.ndarray, int], object]
+
+
+def _nhwc(array: np.ndarray) -> np.ndarray:
+    return array.transpose(0, 2, 3, 1)
+
+
 class ConvPlan:
-    """What a dense op's plan knows before any call: the result's shape and dtype,
-    the layout, the kernels' type code, the column ranges of each kernel tap and
-    the window's numbers in the order the kernels take them.  Each op's ``Plan``
-    derives from it and adds ``run``.
+    """The CPU plan of every op: what it knows before any call (the result's shape and
+    dtype, the layout, the kernels' type code, the column ranges of each kernel tap,
+    the window's numbers in the order the kernels take them, and what the op
+    prepared from the call: ``extra``), and ``run``, which only allocates the result
+    and hands the arrays to the op's kernel call (``compute``).
+
+    ``images`` says which of the two tensors and the result are activations (4-D in
+    ``data_format``: transposed to logical NHWC for an NCHW call); the others are
+    HWIO filters.  A call where a tensor or the result has no elements returns
+    zeros (an empty sum) without calling the kernel.
     """
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "window", "ints")
+    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "int32", "col_ranges", "window", "ints",
+                 "compute", "first_image", "second_image", "result_image", "extra", "aligned")
 
-    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, shape: tuple[int, ...], empty: bool) -> None:
+    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, shape: tuple[int, ...], empty: bool,
+                 compute: Compute, images: tuple[bool, bool, bool] = (True, True, True), extra: Any = None) -> None:
         g = geometry
         self.shape = shape
         self.dtype = dtype
@@ -211,3 +230,20 @@ class ConvPlan:
         self.window = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
                        g.rows.pad_before, g.cols.pad_before)
         self.ints = (*self.window, g.groups)
+        self.compute = compute
+        # Transposed only in an NCHW call: the kernels take logical NHWC.
+        self.first_image, self.second_image, self.result_image = (self.nchw and image for image in images)
+        self.extra = extra
+        self.aligned = math.prod(shape) * dtype.itemsize >= ALIGNED_FROM_BYTES  # (decided once: see empty_result)
+
+    def run(self, first: np.ndarray, second: np.ndarray, n_threads: int) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
+        result = empty_result(self.shape, self.dtype) if self.aligned else np.empty(self.shape, self.dtype)
+        if self.int32:  # wrapping int32 arithmetic as uint32 (same bits, modular arithmetic)
+            a, b, out = first.view(np.uint32), second.view(np.uint32), result.view(np.uint32)
+        else:
+            a, b, out = kernel_view(first), kernel_view(second), result
+        self.compute(self, _nhwc(a) if self.first_image else a, _nhwc(b) if self.second_image else b,
+                     _nhwc(out) if self.result_image else out, n_threads)
+        return result

@@ -92,7 +92,7 @@ class Case:
         """Compulsory memory traffic of one call: every tensor argument read once and
         the result written once (a kernel moves at least this much)."""
         g = self.geometry
-        result = {"output": g.output_shape, "input gradient": g.input_shape}.get(self.record.result, g.filter_shape)
+        result = getattr(g, f"{self.record.result_role}_shape")
         shapes = [ARGUMENTS[name][1](g) for name in self.record.tensors] + [result]
         return int(sum(math.prod(shape) for shape in shapes)) * np.dtype(DTYPES[self.dtype]).itemsize
 

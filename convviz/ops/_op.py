@@ -16,40 +16,54 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from .. import _threads
-from .._backends import cuda
+from .. import _validate as v
+from .._backends import cpu, cuda
 from .._threads import MAX_THREADS
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry, explicit_paddings
 
-__all__ = ["Op", "select_device"]
+__all__ = ["Call", "Op", "select_device"]
 
 # The TensorFlow window arguments every op takes after its own, in this order.
 WINDOW_ARGS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
 
+# An op's own arguments by their TensorFlow names: which of the convolution's three
+# tensors each gives, as an array or (``*_sizes``) as its shape.  The one an op is
+# not given is its result (the output, when it is given both input and filter).
+ROLES = {"input": "input", "input_sizes": "input", "filter": "filter", "filter_sizes": "filter",
+         "out_backprop": "output"}
+RESULT_NAMES = {"input": "input gradient", "filter": "filter gradient", "output": "output"}
+FILTER_LAYOUTS = {False: "[filter_height, filter_width, in_channels / groups, out_channels]",
+                  True: "[filter_height, filter_width, in_channels, channel_multiplier]"}
 
-class Call(Protocol):
-    """What a validator returns: the checked arrays (as attributes named like the op's
-    tensor arguments), the geometry, the dtype and the thread count."""
 
-    geometry: ConvGeometry
-    dtype: np.dtype
-    n_threads: int
+class Call:
+    """A validated call: the geometry, the dtype, the thread count and the checked
+    arrays, as attributes named like the op's tensor arguments (``call.filter``)."""
 
+    def __init__(self, geometry: ConvGeometry, dtype: np.dtype, n_threads: int, **arrays: np.ndarray) -> None:
+        self.geometry = geometry
+        self.dtype = dtype
+        self.n_threads = n_threads
+        self.__dict__.update(arrays)
 
-class Plan(Protocol):
-    """What a CPU plan offers: run the kernel on the op's tensors (in argument order)."""
-
-    def run(self, *arrays_then_threads: Any) -> np.ndarray: ...
+    def __getattr__(self, name: str) -> np.ndarray:  # for type checkers: the arrays set above
+        raise AttributeError(name)
 
 
 @dataclass(eq=False)  # not frozen only so that tests can stand in a fake backend
 class Op:
     """One op: everything the pipeline, the backends, the tests and the benchmark need.
+
+    What all ops share -- the call object, the validation, the CPU plan, the
+    example, the flop count -- is written once here and driven by the record's
+    fields; an op module holds only what is its own: its arguments and docs, its
+    kernel call, its GPU launcher and its reference.
 
     Attributes
     ----------
@@ -61,35 +75,36 @@ class Op:
     args : tuple of str
         The op's own leading arguments, in TensorFlow's order (then come the
         window arguments ``strides, padding, explicit_paddings, data_format,
-        dilations``).
-    tensors : tuple of str
-        Which of ``args`` are arrays (the others are shape lists).
-    result : str
-        What the op returns, in words ("input gradient", ...).
+        dilations``), named as in :data:`ROLES`: what each gives decides how
+        it is validated and which tensor the op returns.
     dtypes : tuple of numpy.dtype
         The dtypes it accepts.
-    validate : callable
-        ``validate(*args, *window, n_threads, op=, default_float=, on_gpu=)`` ->
-        a call (raises InvalidArgumentError / TypeError before any allocation).
-    plan : callable
-        ``plan(call)`` -> a CPU plan whose ``run(*tensors, n_threads)`` computes.
+    depthwise : bool
+        A depthwise op (filter ``[KH, KW, C, multiplier]``) rather than a dense,
+        grouped one (HWIO, ``in_channels / groups`` deep).
+    compute : callable
+        The op's kernel call, ``compute(plan, first, second, result, n_threads)``
+        (see :class:`convviz._backends.cpu.ConvPlan`): the only CPU code an op has.
     plan_gpu : callable
         ``plan_gpu(call)`` -> a GPU plan whose ``run(*tensors)`` launches the
         CUDA kernels and returns a CuPy array (kept per signature: a repeated
         call with CuPy arrays of the same shapes, dtypes and strides skips
         validation and the parameter upload).
-    flops : callable
-        ``flops(geometry)``: the multiply-adds times two, for the benchmark.
     kernel : module
         The compiled CPU kernel module (its ``last_scratch_bytes()`` tells the
         benchmark the scratch memory of the calling thread's last call).
-    example : callable
-        ``example(rng, dtype, data_format, strides=(sh, sw), dilations=(dh, dw),
-        padding=...)`` -> a small random valid call (the op's arguments, then
-        the window's): what the op-generic tests run every op on.
     reference : callable
         The float64 NumPy reference, same arguments as the op (obvious loops
         after the op's own validator); also ``convviz.reference.<name>``.
+    prepare : callable or None
+        ``prepare(call, fast)`` -> what the op's kernel call needs beyond the
+        window, computed once per plan (``plan.extra``); not called for an
+        empty call.
+    check : callable or None
+        ``check(call, op, on_gpu)``: the op's own checks after the common ones.
+    hw_sizes : bool
+        ``input_sizes`` may also be ``[height, width]`` (TensorFlow's
+        ``Conv2DBackpropInput``): batch from ``out_backprop``, depth from the filter.
     tf_attrs : tuple of str
         TensorFlow attributes of the raw op that do not change the result here
         (``use_cudnn_on_gpu``): accepted as bools after ``padding``, as in TensorFlow.
@@ -98,34 +113,47 @@ class Op:
         Examples section, the raw op gets one that compares it with the op.
     fast_dtypes : tuple of numpy.dtype
         The dtypes with a ``precision="fast"`` CPU kernel (the plan is then
-        built as ``plan(call, fast=True)``; it decides whether this CPU has
-        the instructions).  Empty: the op has none, and "fast" computes as
-        "accurate".
+        built as ``plan(call, fast=True)``; ``prepare`` and ``compute`` decide
+        whether this CPU has the instructions).  Empty: the op has none, and
+        "fast" computes as "accurate".
+
+    Derived: ``tensors`` (the arguments that are arrays), ``result_role``
+    (``"input"``, ``"filter"`` or ``"output"``) and ``result`` (in words).
     """
 
     name: str
     tf_name: str | None
     args: tuple[str, ...]
-    tensors: tuple[str, ...]
-    result: str
     dtypes: tuple[np.dtype, ...]
-    validate: Callable[..., Any]
-    plan: Callable[..., Any]
+    depthwise: bool
+    compute: cpu.Compute
     plan_gpu: Callable[[Any], Any]
-    flops: Callable[[ConvGeometry], float]
     kernel: Any
-    example: Callable[..., tuple]
     reference: Callable[..., np.ndarray]
+    prepare: Callable[[Call, bool], Any] | None = None
+    check: Callable[[Call, str, bool], None] | None = None
+    hw_sizes: bool = False
     tf_attrs: tuple[str, ...] = ()
     tf_doc: str = ""
     fast_dtypes: tuple[np.dtype, ...] = ()
+    tensors: tuple[str, ...] = field(init=False)
+    result_role: str = field(init=False)
+    result: str = field(init=False)
     tensor_positions: tuple[int, ...] = field(init=False)
+    _images: tuple[bool, bool, bool] = field(init=False, repr=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
     _gpu_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
     _gpu_cached_run: Callable[[tuple], Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.tensors = tuple(name for name in self.args if not name.endswith("_sizes"))
+        sizes = [ROLES[name] for name in self.args if name.endswith("_sizes")]
+        self.result_role = sizes[0] if sizes else "output"
+        self.result = ("depthwise " if self.depthwise and self.result_role == "filter" else "") + RESULT_NAMES[
+            self.result_role]
+        first, second = (ROLES[name] != "filter" for name in self.tensors)
+        self._images = (first, second, self.result_role != "filter")
         # Precomputed: run() is the hot path of every call.
         self.tensor_positions = tuple(self.args.index(name) for name in self.tensors)
         n_args = len(self.args) + len(WINDOW_ARGS)
@@ -135,6 +163,97 @@ class Op:
         self._gpu_key = _key_function(self.name, n_args, self.tensor_positions, pads, gpu=True)
         self._gpu_cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True,
                                              gpu=True)
+
+    def validate(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
+                 on_gpu: bool = False) -> Call:
+        """Check every argument (the op's, the five window arguments, ``n_threads``)
+        and build the geometry; raises InvalidArgumentError or TypeError naming the
+        argument, before any allocation.  ``op`` names the caller in messages."""
+        op = self.name if op is None else op
+        named = dict(zip(self.args, args))
+        strides, padding, pads, data_format, dilations, n_threads = args[len(self.args):]
+        first, second = self.tensors
+        # Types first, then values: a dtype error is more fundamental than a shape one.
+        a, b, dtype = v.tensor_pair(named[first], first, named[second], op, self.dtypes, default_float,
+                                    second_name=second)
+        arrays = {first: a, second: b}
+        sizes_name = next((name for name in self.args if name not in arrays), None)
+        sizes = v.as_int_list(named[sizes_name], sizes_name, op) if sizes_name else None
+        threads = v.resolve_n_threads(n_threads, op)
+        window = v.validate_window(strides, padding, pads, data_format, dilations, op)
+        filter_layout = FILTER_LAYOUTS[self.depthwise]
+        for name, array in arrays.items():
+            v.check_rank4(array, name, op, filter_layout if ROLES[name] == "filter" else window.data_format)
+        shapes = {ROLES[name]: array.shape for name, array in arrays.items()}
+        if sizes_name is not None and sizes is not None:
+            shapes[ROLES[sizes_name]] = sizes
+            self._check_sizes(sizes, sizes_name, window.data_format, op)
+        kernel_h, kernel_w, filter_depth, filter_last = shapes["filter"]
+        depth_from = next(name for name in self.args if ROLES[name] == "input")
+        if len(shapes["input"]) == 4:
+            batch, height, width, in_channels = v.spatial(shapes["input"], window)
+        else:  # [height, width]: TensorFlow takes the rest from out_backprop and the filter
+            (height, width), batch, in_channels = shapes["input"], shapes["output"][0], filter_depth
+        if self.depthwise:
+            check_depthwise_filter(shapes["filter"], in_channels, "filter_sizes" if sizes_name == "filter_sizes"
+                                   else "filter.shape", op)
+            out_channels, groups = in_channels * filter_last, 1
+        else:
+            out_channels, groups = filter_last, v.groups_of(in_channels, shapes["filter"], op, depth_from)
+        geometry = ConvGeometry.build(
+            batch=batch, input_hw=(height, width), in_channels=in_channels, out_channels=out_channels,
+            kernel_hw=(kernel_h, kernel_w), strides=window.strides, dilations=window.dilations,
+            padding=window.padding, explicit_paddings=window.pads, groups=groups, depthwise=self.depthwise,
+            data_format=window.data_format)
+        if "out_backprop" in arrays:
+            v.check_output_shape(geometry, arrays["out_backprop"],
+                                 ", ".join(name for name in self.args if name != "out_backprop"), op)
+        v.check_allocation(getattr(geometry, f"{self.result_role}_shape"), max(dtype.itemsize, 4),
+                           f"the {RESULT_NAMES[self.result_role]}", op, on_gpu)
+        call = Call(geometry, dtype, threads, **arrays)
+        if self.check is not None:
+            self.check(call, op, on_gpu)
+        return call
+
+    def _check_sizes(self, sizes: tuple[int, ...], name: str, data_format: str, op: str) -> None:
+        """``input_sizes`` (4 values, or 2 with ``hw_sizes``; zeros allowed) or ``filter_sizes``
+        (4 values, each at least 1)."""
+        if ROLES[name] == "input":
+            counts, what, low = ((4, 2) if self.hw_sizes else (4,)), f"({data_format})", 0
+            if self.hw_sizes:
+                what += " or 2 values ([height, width])"
+        else:
+            counts, what, low = (4,), FILTER_LAYOUTS[self.depthwise], 1
+        if len(sizes) not in counts:
+            raise InvalidArgumentError(f"{op}: {name} must have 4 values {what}, got {len(sizes)}: {list(sizes)}")
+        v.check_range(sizes, name, op, low=low)
+
+    def plan(self, call: Call, fast: bool = False) -> cpu.ConvPlan:
+        """The CPU plan of ``call``'s signature (``fast``: for ``precision="fast"``)."""
+        g = call.geometry
+        shape = getattr(g, f"{self.result_role}_shape")
+        empty = 0 in shape or any(getattr(call, name).size == 0 for name in self.tensors)
+        extra = self.prepare(call, fast) if self.prepare is not None and not empty else None
+        return cpu.ConvPlan(g, call.dtype, shape, empty, self.compute, self._images, extra)
+
+    def flops(self, geometry: ConvGeometry) -> float:
+        """The multiply-adds times two (:attr:`ConvGeometry.flops`), for the benchmark."""
+        return geometry.flops
+
+    def example(self, rng: np.random.Generator, dtype: Any, data_format: str = "NHWC",
+                strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
+                padding: str = "SAME") -> tuple:
+        """A small random valid call (the op's arguments, then the window's): a 7x6
+        input, a 3x2 kernel, explicit pads (1, 0, 2, 1) where asked; 4 channels in 2
+        groups to 6 (dense) or 3 channels, multiplier 2 (depthwise).  What the
+        op-generic tests run every op on."""
+        geometry = ConvGeometry.build(
+            batch=2, input_hw=(7, 6), in_channels=3 if self.depthwise else 4, out_channels=6, kernel_hw=(3, 2),
+            strides=strides, dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2,
+            depthwise=self.depthwise, data_format=data_format)
+        shapes = [getattr(geometry, f"{ROLES[name]}_shape") for name in self.args]
+        return (*(list(shape) if name.endswith("_sizes") else random_values(rng, shape, dtype)
+                  for name, shape in zip(self.args, shapes)), *window_arguments(geometry, padding))
 
     def run(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
             device: Any = None, precision: str | None = None) -> Any:
@@ -181,11 +300,11 @@ class Op:
         if device is not None or key is None and any(type(t) is not np.ndarray for t in tensors):
             if select_device(caller, device, *tensors) == "gpu":
                 call = self.validate(*given, n_threads, op=caller, default_float=default_float, on_gpu=True)
-                plan = self.plan_gpu(call)
+                gpu_plan = self.plan_gpu(call)
                 checked = [getattr(call, name) for name in self.tensors]
                 if all(c is t and cuda.is_cupy_array(t) for c, t in zip(checked, tensors)):
-                    _remember(self._gpu_key(args), plan, _GPU_PLANS)
-                return plan.run(*checked)
+                    _remember(self._gpu_key(args), gpu_plan, _GPU_PLANS)
+                return gpu_plan.run(*checked)
             if device is not None and not fast:  # device="cpu" with NumPy arrays: as cacheable as device=None
                 key = self._plan_key(args)
         call = self.validate(*given, n_threads, op=caller, default_float=default_float)
@@ -193,14 +312,14 @@ class Op:
         checked = [getattr(call, name) for name in self.tensors]
         if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
             _remember(key, plan)
-        return plan.run(*checked, call.n_threads)
+        return plan.run(checked[0], checked[1], call.n_threads)
 
 
 def _int_tuple(value: Any) -> tuple | None:
     """``value`` as a tuple when it is a list or tuple of plain ints (not bools, not floats)."""
     if type(value) is tuple or type(value) is list:
-        for v in value:
-            if type(v) is not int:
+        for item in value:
+            if type(item) is not int:
                 return None
         return tuple(value)
     return None
@@ -257,6 +376,15 @@ def _key_function(name: str, n_args: int, tensors: tuple[int, ...], pads: int,
                                  "threads": _threads, "_GPU_PLANS": _GPU_PLANS, "cuda": cuda}
     exec("\n".join(lines), namespace)  # noqa: S102 -- our own template, no user input
     return namespace["key"]
+
+
+def check_depthwise_filter(shape: tuple[int, ...], channels: int, name: str, op: str) -> None:
+    """A depthwise filter [KH, KW, C, M]: no empty dimension, C = the input depth."""
+    if min(shape) < 1:
+        raise InvalidArgumentError(f"{op}: {name} must not be empty (every dimension at least 1), got {tuple(shape)}")
+    if shape[2] != channels:
+        raise InvalidArgumentError(f"{op}: {name}[2] must equal the input depth ({channels}), got {shape[2]} "
+                                   f"({name} is {FILTER_LAYOUTS[True]})")
 
 
 def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:

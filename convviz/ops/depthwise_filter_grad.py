@@ -1,16 +1,15 @@
 """The depthwise filter gradient (TensorFlow ``DepthwiseConv2dNativeBackpropFilter``), as one unit.
 
-Here: the public function and its documentation, the validator, the CPU plan
-around the Cython kernel ``_depthwise_filter_grad`` (C++ in
-``_ext/depthwise_filter_grad*``), the GPU launcher and the
-:class:`~convviz.ops._op.Op` record, and the float64 reference
+Here is what is the op's own: the public function and its documentation, its
+kernel call (the Cython kernel ``_depthwise_filter_grad``, C++ in
+``_ext/depthwise_filter_grad*``) and its reduction's blocks, the GPU launcher,
+the :class:`~convviz.ops._op.Op` record, and the float64 reference
 (``convviz.reference.depthwise_conv2d_native_backprop_filter``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,14 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
 from ..reference import taps, to_nhwc
 from . import _depthwise_filter_grad as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
+from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native_backprop_filter"]
 
-DTYPES = v.FLOAT_DTYPES
 
 # Partial sums: about ROWS_PER_BLOCK rows of out_backprop per block (fewer
 # blocks re-read fewer input rows at block edges), at most MAX_REDUCTION_BLOCKS
@@ -44,59 +41,6 @@ GPU_CHUNK_PIXELS = 256
 PHASE_TAPS = 9
 
 
-@dataclass(frozen=True)
-class Call:
-    """A validated depthwise_conv2d_native_backprop_filter call."""
-
-    geometry: ConvGeometry
-    input: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "depthwise_conv2d_native_backprop_filter", default_float: Any = np.float64,
-    on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`depthwise_conv2d_native_backprop_filter`); build the geometry."""
-    input, out_backprop, dtype = v.tensor_pair(input, "input", out_backprop, op, DTYPES, default_float)
-    sizes = v.as_int_list(filter_sizes, "filter_sizes", op)
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(input, "input", op, window.data_format)
-    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) != 4:
-        raise InvalidArgumentError(
-            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels, "
-            f"channel_multiplier], got {len(sizes)}: {list(sizes)}"
-        )
-    v.check_range(sizes, "filter_sizes", op, low=1)
-    kernel_h, kernel_w, filter_channels, multiplier = sizes
-    batch, height, width, channels = v.spatial(input.shape, window)
-    if filter_channels != channels:
-        raise InvalidArgumentError(
-            f"{op}: filter_sizes[2] must equal the input depth ({channels}), got {filter_channels}"
-        )
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=channels,
-        out_channels=channels * multiplier, kernel_hw=(kernel_h, kernel_w),
-        strides=window.strides, dilations=window.dilations, padding=window.padding,
-        explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
-    )
-    v.check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
-    v.check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
-    return Call(geometry, input, out_backprop, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
-_kernel = kernel.depthwise_filter_grad
-kernel_view = cpu.kernel_view
-
-
 def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     """How many blocks the reduction uses (independent of threads)."""
     rows = geometry.batch * geometry.rows.output_size
@@ -105,36 +49,20 @@ def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     return max(1, min(rows // ROWS_PER_BLOCK, MAX_REDUCTION_BLOCKS, by_budget))
 
 
-class Plan:
-    """Everything the CPU kernel needs, per geometry and dtype (see ``convviz.ops._op``)."""
+def prepare(call: Call, fast: bool) -> int:
+    """The reduction's block count (``plan.extra``)."""
+    return reduction_blocks(call.geometry, 8 if call.dtype == np.float64 else 4)
 
-    __slots__ = ("shape", "dtype", "empty", "nchw", "code", "f64", "col_ranges", "ints", "n_blocks")
 
-    def __init__(self, call: Call) -> None:
-        g = call.geometry
-        self.shape = g.filter_shape
-        self.dtype = call.dtype
-        self.empty = call.out_backprop.size == 0 or call.input.size == 0
-        self.nchw = g.data_format == "NCHW"
-        self.code = cpu.TYPE_CODES[call.dtype]
-        self.f64 = call.dtype == np.float64
-        self.col_ranges = cpu.tap_ranges(g.cols)
-        self.ints = (g.rows.stride, g.cols.stride, g.rows.dilation, g.cols.dilation,
-                     g.rows.pad_before, g.cols.pad_before)
-        self.n_blocks = reduction_blocks(g, 8 if self.f64 else 4)
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
+_kernel = kernel.depthwise_filter_grad
 
-    def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
-        if self.empty:
-            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
-        result = cpu.empty_result(self.shape, self.dtype)
-        x, dy = kernel_view(x), kernel_view(out_backprop)
-        if self.nchw:
-            x, dy = x.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
-        code = self.code
-        _kernel(
-            x, code, dy, code, result, code, self.col_ranges, *self.ints, self.n_blocks,
-            n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        return result
+
+def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
+    """The kernel call."""
+    code = plan.code
+    _kernel(x, code, dy, code, dw, code, plan.col_ranges, *plan.window, plan.extra, n_threads, cpu.ISA_CODE,
+            plan.f64, cpu.MIN_PARALLEL_WORK)
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
@@ -193,24 +121,6 @@ class GpuPlan:
         return out
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C * M * KH * KW``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.in_channels * g.multiplier * kh * kw
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 3 channels, multiplier 2, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=3, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), depthwise=True,
-        data_format=data_format)
-    return (random_values(rng, geometry.input_shape, dtype), list(geometry.filter_shape),
-            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
-
-
 def reference(
     input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -227,7 +137,7 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = validate(
+    call = OP.validate(
         input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, 1, op="reference.depthwise_conv2d_native_backprop_filter",
     )
@@ -247,16 +157,13 @@ OP = Op(
     name="depthwise_conv2d_native_backprop_filter",
     tf_name="DepthwiseConv2dNativeBackpropFilter",
     args=("input", "filter_sizes", "out_backprop"),
-    tensors=("input", "out_backprop"),
-    result="depthwise filter gradient",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_DTYPES,
+    depthwise=True,
+    compute=compute,
     plan_gpu=GpuPlan,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
+    prepare=prepare,
     tf_doc="""\
 Notes
 -----

@@ -1,8 +1,8 @@
 """The depthwise conv2d forward pass (TensorFlow ``DepthwiseConv2dNative``), as one unit.
 
-Here: the public function and its documentation, the validator (arguments ->
-a :class:`Call`), the CPU plan around the Cython kernel ``_depthwise_forward``
-(C++ in ``_ext/depthwise_forward.cpp``), the GPU launcher (the dense forward's
+Here is what is the op's own: the public function and its documentation, its
+kernel call (the Cython kernel ``_depthwise_forward``, C++ in
+``_ext/depthwise_forward.cpp``), the GPU launcher (the dense forward's
 CUDA kernel with one input channel per group), the float64 reference
 (``convviz.reference.depthwise_conv2d_native``) and the
 :class:`~convviz.ops._op.Op` record that ties them together.
@@ -11,7 +11,6 @@ CUDA kernel with one input channel per group), the float64 reference
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,86 +18,22 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..errors import InvalidArgumentError
-from ..geometry import ConvGeometry
 from ..reference import from_nhwc, taps, to_nhwc
 from . import _depthwise_forward as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
+from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native"]
 
-DTYPES = v.FLOAT_DTYPES
 
-
-@dataclass(frozen=True)
-class Call:
-    """A validated depthwise_conv2d_native call."""
-
-    geometry: ConvGeometry
-    input: np.ndarray
-    filter: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def check_depthwise_filter(shape: tuple[int, ...], channels: int, name: str, op: str) -> None:
-    """A depthwise filter [KH, KW, C, M]: no empty dimension, C = the input depth."""
-    if min(shape) < 1:
-        raise InvalidArgumentError(f"{op}: {name} must not be empty (every dimension at least 1), got {tuple(shape)}")
-    if shape[2] != channels:
-        raise InvalidArgumentError(f"{op}: {name}[2] must equal the input depth ({channels}), got {shape[2]} "
-                                   f"({name} is [filter_height, filter_width, in_channels, channel_multiplier])")
-
-
-def validate(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any, data_format: Any,
-    dilations: Any, n_threads: Any, op: str = "depthwise_conv2d_native", default_float: Any = np.float64,
-    on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`depthwise_conv2d_native`); build the geometry."""
-    input, filter, dtype = v.tensor_pair(input, "input", filter, op, DTYPES, default_float, second_name="filter")
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(input, "input", op, window.data_format)
-    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels, channel_multiplier]")
-    batch, height, width, channels = v.spatial(input.shape, window)
-    check_depthwise_filter(filter.shape, channels, "filter.shape", op)
-    kernel_h, kernel_w, _, multiplier = filter.shape
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=channels, out_channels=channels * multiplier,
-        kernel_hw=(kernel_h, kernel_w), strides=window.strides, dilations=window.dilations,
-        padding=window.padding, explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
-    )
-    v.check_allocation(geometry.output_shape, max(dtype.itemsize, 4), "the output", op, on_gpu)
-    return Call(geometry, input, filter, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.depthwise_forward
-kernel_view = cpu.kernel_view
 
 
-class Plan(cpu.ConvPlan):
-    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
-
-    __slots__ = ()
-
-    def __init__(self, call: Call) -> None:
-        g = call.geometry
-        super().__init__(g, call.dtype, g.output_shape, 0 in g.output_shape)
-
-    def run(self, x: np.ndarray, filt: np.ndarray, n_threads: int) -> np.ndarray:
-        result = cpu.empty_result(self.shape, self.dtype)
-        if self.empty:
-            return result
-        xv = kernel_view(x)
-        code = self.code
-        _kernel(xv.transpose(0, 2, 3, 1) if self.nchw else xv, code, kernel_view(filt), code,
-                result.transpose(0, 2, 3, 1) if self.nchw else result, code,
-                *self.window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        return result
+def compute(plan: cpu.ConvPlan, x: np.ndarray, filt: np.ndarray, y: np.ndarray, n_threads: int) -> None:
+    """The kernel call."""
+    code = plan.code
+    _kernel(x, code, filt, code, y, code, *plan.window, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK)
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_forward.cu"),
@@ -130,24 +65,6 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           tiled=rows)
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C * M * KH * KW``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 3 channels, multiplier 2, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=3, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), depthwise=True,
-        data_format=data_format)
-    return (random_values(rng, geometry.input_shape, dtype), random_values(rng, geometry.filter_shape, dtype),
-            *window_arguments(geometry, padding))
-
-
 def reference(
     input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
     data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -162,8 +79,8 @@ def reference(
     ...                                   [1, 1, 1, 1], "VALID").shape
     (1, 2, 2, 2)
     """
-    call = validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
-                    op="reference.depthwise_conv2d_native")
+    call = OP.validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
+                       op="reference.depthwise_conv2d_native")
     g = call.geometry
     x = to_nhwc(call.input.astype(np.float64), g.data_format)
     w = call.filter.astype(np.float64)
@@ -178,15 +95,11 @@ OP = Op(
     name="depthwise_conv2d_native",
     tf_name="DepthwiseConv2dNative",
     args=("input", "filter"),
-    tensors=("input", "filter"),
-    result="output",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_DTYPES,
+    depthwise=True,
+    compute=compute,
     plan_gpu=plan_on_gpu,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
 )
 

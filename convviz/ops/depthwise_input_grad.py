@@ -1,8 +1,8 @@
 """The depthwise input gradient (TensorFlow ``DepthwiseConv2dNativeBackpropInput``), as one unit.
 
-Here: the public function and its documentation, the validator (arguments ->
-a :class:`Call`), the CPU plan around the Cython kernel ``_depthwise_input_grad``
-(C++ in ``_ext/depthwise_input_grad.cpp``), the GPU launcher (the dense input
+Here is what is the op's own: the public function and its documentation, its
+kernel call (the Cython kernel ``_depthwise_input_grad``, C++ in
+``_ext/depthwise_input_grad.cpp``), the GPU launcher (the dense input
 gradient's CUDA kernel with one input channel per group), the float64
 reference (``convviz.reference.depthwise_conv2d_native_backprop_input``) and the
 :class:`~convviz.ops._op.Op` record that ties them together.
@@ -11,7 +11,6 @@ reference (``convviz.reference.depthwise_conv2d_native_backprop_input``) and the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,84 +18,22 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..errors import InvalidArgumentError
-from ..geometry import ConvGeometry
 from ..reference import from_nhwc, taps, to_nhwc
 from . import _depthwise_input_grad as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
-from .depthwise_forward import check_depthwise_filter
+from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native_backprop_input"]
 
-DTYPES = v.FLOAT_DTYPES
 
-
-@dataclass(frozen=True)
-class Call:
-    """A validated depthwise_conv2d_native_backprop_input call."""
-
-    geometry: ConvGeometry
-    filter: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any, explicit_paddings: Any,
-    data_format: Any, dilations: Any, n_threads: Any, op: str = "depthwise_conv2d_native_backprop_input",
-    default_float: Any = np.float64, on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`depthwise_conv2d_native_backprop_input`); build the geometry."""
-    filter, out_backprop, dtype = v.tensor_pair(filter, "filter", out_backprop, op, DTYPES, default_float)
-    sizes = v.as_int_list(input_sizes, "input_sizes", op)
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels, channel_multiplier]")
-    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) != 4:
-        raise InvalidArgumentError(f"{op}: input_sizes must have 4 values ({window.data_format}), got "
-                                   f"{len(sizes)}: {list(sizes)}")
-    v.check_range(sizes, "input_sizes", op, low=0)
-    batch, height, width, channels = v.spatial(sizes, window)
-    check_depthwise_filter(filter.shape, channels, "filter.shape", op)
-    kernel_h, kernel_w, _, multiplier = filter.shape
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=channels, out_channels=channels * multiplier,
-        kernel_hw=(kernel_h, kernel_w), strides=window.strides, dilations=window.dilations,
-        padding=window.padding, explicit_paddings=window.pads, depthwise=True, data_format=window.data_format,
-    )
-    v.check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
-    v.check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op, on_gpu)
-    return Call(geometry, filter, out_backprop, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.depthwise_input_grad
-kernel_view = cpu.kernel_view
 
 
-class Plan(cpu.ConvPlan):
-    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
-
-    __slots__ = ()
-
-    def __init__(self, call: Call) -> None:
-        g = call.geometry
-        super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
-
-    def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
-        if self.empty:
-            return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
-        result = cpu.empty_result(self.shape, self.dtype)
-        dy = kernel_view(out_backprop)
-        code = self.code
-        _kernel(dy.transpose(0, 2, 3, 1) if self.nchw else dy, code, kernel_view(filt), code,
-                result.transpose(0, 2, 3, 1) if self.nchw else result, code,
-                *self.window, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        return result
+def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray, n_threads: int) -> None:
+    """The kernel call."""
+    code = plan.code
+    _kernel(dy, code, filt, code, dx, code, *plan.window, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK)
 
 
 cuda.declare_kernels(Path(__file__).with_name("depthwise_input_grad.cu"),
@@ -129,24 +66,6 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
     return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C * M * KH * KW``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 3 channels, multiplier 2, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=3, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), depthwise=True,
-        data_format=data_format)
-    return (list(geometry.input_shape), random_values(rng, geometry.filter_shape, dtype),
-            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
-
-
 def reference(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
     data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -164,7 +83,7 @@ def reference(
            [2., 4., 2.],
            [1., 2., 1.]])
     """
-    call = validate(input_sizes, filter, out_backprop, strides, padding, explicit_paddings, data_format,
+    call = OP.validate(input_sizes, filter, out_backprop, strides, padding, explicit_paddings, data_format,
                     dilations, 1, op="reference.depthwise_conv2d_native_backprop_input")
     g = call.geometry
     w = call.filter.astype(np.float64)
@@ -181,15 +100,11 @@ OP = Op(
     name="depthwise_conv2d_native_backprop_input",
     tf_name="DepthwiseConv2dNativeBackpropInput",
     args=("input_sizes", "filter", "out_backprop"),
-    tensors=("filter", "out_backprop"),
-    result="input gradient",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_DTYPES,
+    depthwise=True,
+    compute=compute,
     plan_gpu=plan_on_gpu,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
     tf_doc="""\
 Notes

@@ -1,7 +1,7 @@
 """The conv2d filter gradient (TensorFlow ``Conv2DBackpropFilter``), as one unit.
 
-Here: the public function and its documentation, the validator (arguments ->
-a :class:`Call`), the CPU plan around the Cython kernel ``_filter_grad`` (C++ in
+Here is what is the op's own: the public function and its documentation, its
+kernel call (the Cython kernel ``_filter_grad``, C++ in
 ``_ext/conv2d_filter_grad.cpp``), the GPU launcher (``filter_grad.cu``), the
 float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
 :class:`~convviz.ops._op.Op` record that ties them together.
@@ -10,7 +10,6 @@ float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,91 +17,27 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..errors import InvalidArgumentError
-from ..geometry import ConvGeometry
 from ..reference import groups, taps, to_nhwc
 from . import _filter_grad as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
+from ._op import Call, Op
 
 __all__ = ["conv2d_backprop_filter"]
 
-DTYPES = v.FLOAT_DTYPES
 
-
-@dataclass(frozen=True)
-class Call:
-    """A validated conv2d_backprop_filter call."""
-
-    geometry: ConvGeometry
-    input: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "conv2d_backprop_filter", default_float: Any = np.float64, on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`conv2d_backprop_filter`); build the geometry."""
-    input, out_backprop, dtype = v.tensor_pair(input, "input", out_backprop, op, DTYPES, default_float)
-    sizes = v.as_int_list(filter_sizes, "filter_sizes", op)
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(input, "input", op, window.data_format)
-    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) != 4:
-        raise InvalidArgumentError(
-            f"{op}: filter_sizes must have 4 values [filter_height, filter_width, in_channels / groups, "
-            f"out_channels], got {len(sizes)}: {list(sizes)}"
-        )
-    v.check_range(sizes, "filter_sizes", op, low=1)
-    batch, height, width, in_channels = v.spatial(input.shape, window)
-    group_count = v.groups_of(in_channels, sizes, op, "input")
-    kernel_h, kernel_w, _, out_channels = sizes
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=in_channels,
-        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
-        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
-        groups=group_count, data_format=window.data_format,
-    )
-    v.check_output_shape(geometry, out_backprop, "input, filter_sizes", op)
-    v.check_allocation(geometry.filter_shape, max(dtype.itemsize, 4), "the filter gradient", op, on_gpu)
-    return Call(geometry, input, out_backprop, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.filter_grad
-kernel_view = cpu.kernel_view
+_kernel_amx = kernel.filter_grad_amx
 
 
-class Plan(cpu.ConvPlan):
-    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
-
-    __slots__ = ()
-
-    def __init__(self, call: Call) -> None:
-        g = call.geometry
-        super().__init__(g, call.dtype, g.filter_shape, call.out_backprop.size == 0 or call.input.size == 0)
-
-    def run(self, x: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
-        if self.empty:
-            return np.zeros(self.shape, dtype=self.dtype)  # an empty sum
-        result = cpu.empty_result(self.shape, self.dtype)
-        xv, dy = kernel_view(x), kernel_view(out_backprop)
-        if self.nchw:
-            xv, dy = xv.transpose(0, 2, 3, 1), dy.transpose(0, 2, 3, 1)
-        code = self.code
-        # bfloat16 on AMX tiles where they run and the call suits them (else -1: nothing written).
-        if (code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
-                and kernel.filter_grad_amx(xv, dy, result, code, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0):
-            return result
-        _kernel(xv, code, dy, code, result, code, self.col_ranges, *self.ints,
-                n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        return result
+def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
+    """The kernel call: bfloat16 on AMX tiles where they run and the call suits them."""
+    code = plan.code
+    if (code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
+            and _kernel_amx(x, dy, dw, code, *plan.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0):
+        return  # (else -1: nothing written)
+    _kernel(x, code, dy, code, dw, code, plan.col_ranges, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64,
+            cpu.MIN_PARALLEL_WORK)
 
 
 cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)),
@@ -148,23 +83,6 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           call.input, call.out_backprop, images=(True, True, False), tiled=tiled)
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
-    return (random_values(rng, geometry.input_shape, dtype), list(geometry.filter_shape),
-            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
-
-
 def reference(
     input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -180,7 +98,7 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = validate(input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
+    call = OP.validate(input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
                     data_format, dilations, 1, op="reference.conv2d_backprop_filter")
     g = call.geometry
     x = to_nhwc(call.input.astype(np.float64), g.data_format)
@@ -197,15 +115,11 @@ OP = Op(
     name="conv2d_backprop_filter",
     tf_name="Conv2DBackpropFilter",
     args=("input", "filter_sizes", "out_backprop"),
-    tensors=("input", "out_backprop"),
-    result="filter gradient",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_DTYPES,
+    depthwise=False,
+    compute=compute,
     plan_gpu=plan_on_gpu,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
     tf_attrs=("use_cudnn_on_gpu",),
 )

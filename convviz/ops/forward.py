@@ -1,8 +1,8 @@
 """The conv2d forward pass (TensorFlow ``Conv2D``), as one unit.
 
-Here: the public function and its documentation, the validator (arguments ->
-a :class:`Call`), the CPU plan around the Cython kernel ``_forward`` (C++ in
-``_ext/conv2d_forward.cpp``), the GPU launcher (``forward.cu``), the float64
+Here is what is the op's own: the public function and its documentation, its
+check beyond the common validation, its kernel call (the Cython kernel ``_forward``,
+C++ in ``_ext/conv2d_forward.cpp``), the GPU launcher (``forward.cu``), the float64
 reference (``convviz.reference.conv2d``) and the :class:`~convviz.ops._op.Op`
 record that ties them together.
 """
@@ -10,7 +10,6 @@ record that ties them together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,93 +17,41 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..geometry import ConvGeometry
 from ..reference import from_nhwc, groups, taps, to_nhwc
 from . import _forward as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
+from ._op import Call, Op
 
 __all__ = ["conv2d"]
 
-DTYPES = v.FLOAT_AND_INT32_DTYPES
+
+def check(call: Call, op: str, on_gpu: bool) -> None:
+    """The CPU kernel stages each input row it reads, padding included, per kernel row:
+    refuse a window so much wider than the input that those rows would not fit."""
+    if on_gpu:
+        return
+    g = call.geometry
+    cols, in_channels = g.cols, g.in_channels
+    staged = (max(g.output_hw[1] - 1, 0) * cols.stride + cols.effective_kernel_size) * in_channels
+    v.check_scratch(staged * g.kernel_hw[0] * (8 if call.dtype == np.float64 else 4),
+                    "the kernel's staged input rows", op,
+                    f"the window (stride {cols.stride}, dilation {cols.dilation}) is far wider than "
+                    f"the input's {g.input_hw[1]} columns")
 
 
-@dataclass(frozen=True)
-class Call:
-    """A validated conv2d call."""
-
-    geometry: ConvGeometry
-    input: np.ndarray
-    filter: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any, data_format: Any,
-    dilations: Any, n_threads: Any, op: str = "conv2d", default_float: Any = np.float64, on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`conv2d`); build the geometry."""
-    input, filter, dtype = v.tensor_pair(input, "input", filter, op, DTYPES, default_float, second_name="filter")
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(input, "input", op, window.data_format)
-    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
-    batch, height, width, in_channels = v.spatial(input.shape, window)
-    group_count = v.groups_of(in_channels, filter.shape, op, "input")
-    kernel_h, kernel_w, _, out_channels = filter.shape
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=in_channels,
-        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
-        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
-        groups=group_count, data_format=window.data_format,
-    )
-    v.check_allocation(geometry.output_shape, max(dtype.itemsize, 4), "the output", op, on_gpu)
-    if not on_gpu:  # the CPU kernel stages each input row it reads, padding included, per kernel row
-        cols = geometry.cols
-        staged = (max(geometry.output_hw[1] - 1, 0) * cols.stride + cols.effective_kernel_size) * in_channels
-        v.check_scratch(staged * kernel_h * (8 if dtype == np.float64 else 4), "the kernel's staged input rows",
-                        op, f"the window (stride {cols.stride}, dilation {cols.dilation}) is far wider than "
-                            f"the input's {width} columns")
-    return Call(geometry, input, filter, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.forward
-kernel_view = cpu.kernel_view
+_kernel_int32 = kernel.forward_int32
 
 
-class Plan(cpu.ConvPlan):
-    """Everything the CPU kernel needs that depends only on the geometry and dtype."""
-
-    __slots__ = ()
-
-    def __init__(self, call: Call) -> None:
-        g = call.geometry
-        super().__init__(g, call.dtype, g.output_shape, 0 in g.output_shape)
-
-    def run(self, x: np.ndarray, filt: np.ndarray, n_threads: int) -> np.ndarray:
-        result = cpu.empty_result(self.shape, self.dtype)
-        if self.empty:
-            return result
-        nchw = self.nchw
-        if self.int32:
-            # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
-            xu, out = x.view(np.uint32), result.view(np.uint32)
-            kernel.forward_int32(
-                xu.transpose(0, 2, 3, 1) if nchw else xu, filt.view(np.uint32),
-                out.transpose(0, 2, 3, 1) if nchw else out,
-                self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
-            return result
-        xv = kernel_view(x)
-        code = self.code
-        _kernel(
-            xv.transpose(0, 2, 3, 1) if nchw else xv, code, kernel_view(filt), code,
-            result.transpose(0, 2, 3, 1) if nchw else result, code,
-            *self.ints, n_threads, cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK,
+def compute(plan: cpu.ConvPlan, x: np.ndarray, filt: np.ndarray, y: np.ndarray, n_threads: int) -> None:
+    """The kernel call: int32 on its own (wrapping) kernel, bfloat16 on AMX tiles where they run."""
+    if plan.int32:
+        _kernel_int32(x, filt, y, plan.col_ranges, *plan.ints, n_threads, cpu.MIN_PARALLEL_WORK)
+        return
+    code = plan.code
+    _kernel(x, code, filt, code, y, code, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK,
             code == cpu.BFLOAT16_CODE and cpu.amx_in_use())
-        return result
 
 
 cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)),
@@ -132,23 +79,6 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           call.input, call.filter, images=(True, False, True), tiled=tiled)
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
-    return (random_values(rng, geometry.input_shape, dtype), random_values(rng, geometry.filter_shape, dtype),
-            *window_arguments(geometry, padding))
-
-
 def reference(
     input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
     data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -164,8 +94,8 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
-                    op="reference.conv2d")
+    call = OP.validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
+                       op="reference.conv2d")
     g = call.geometry
     x = to_nhwc(call.input.astype(np.float64), g.data_format)
     w = call.filter.astype(np.float64)
@@ -181,16 +111,13 @@ OP = Op(
     name="conv2d",
     tf_name="Conv2D",
     args=("input", "filter"),
-    tensors=("input", "filter"),
-    result="output",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_AND_INT32_DTYPES,
+    depthwise=False,
+    compute=compute,
     plan_gpu=plan_on_gpu,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
+    check=check,
     tf_attrs=("use_cudnn_on_gpu",),
 )
 

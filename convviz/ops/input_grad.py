@@ -1,10 +1,10 @@
 """The conv2d input gradient (TensorFlow ``Conv2DBackpropInput``), as one unit.
 
-Here: the public function and its documentation, the validator (arguments ->
-a :class:`Call`), the CPU plan around the Cython kernel ``_input_grad`` (C++ in
-``_ext/conv2d_input_grad*``), the GPU launcher, and the :class:`~convviz.ops._op.Op`
-record that ties them together, and the float64 reference
-(``convviz.reference.conv2d_backprop_input``).
+Here is what is the op's own: the public function and its documentation, its
+route and kernel call (the Cython kernel ``_input_grad``, C++ in
+``_ext/conv2d_input_grad*``, or the forward kernel per stride phase), the GPU
+launcher, the :class:`~convviz.ops._op.Op` record that ties them together, and
+the float64 reference (``convviz.reference.conv2d_backprop_input``).
 """
 
 from __future__ import annotations
@@ -18,74 +18,22 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry
 from ..reference import from_nhwc, groups, taps, to_nhwc
 from . import _forward as forward_kernel
 from . import _input_grad as kernel
 from ._docs import fill_doc
-from ._op import Op, random_values, window_arguments
+from ._op import Call, Op
 
 __all__ = ["conv2d_backprop_input"]
 
-DTYPES = v.FLOAT_AND_INT32_DTYPES
 
-
-@dataclass(frozen=True)
-class Call:
-    """A validated conv2d_backprop_input call."""
-
-    geometry: ConvGeometry
-    filter: np.ndarray
-    out_backprop: np.ndarray
-    dtype: np.dtype
-    n_threads: int
-
-
-def validate(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any, data_format: Any, dilations: Any, n_threads: Any,
-    op: str = "conv2d_backprop_input", default_float: Any = np.float64, on_gpu: bool = False,
-) -> Call:
-    """Check every argument (see :func:`conv2d_backprop_input`); build the geometry."""
-    # Types first, then values: a dtype error is more fundamental than a shape one.
-    filter, out_backprop, dtype = v.tensor_pair(filter, "filter", out_backprop, op, DTYPES, default_float)
-    sizes = v.as_int_list(input_sizes, "input_sizes", op)
-    threads = v.resolve_n_threads(n_threads, op)
-    window = v.validate_window(strides, padding, explicit_paddings, data_format, dilations, op)
-
-    v.check_rank4(filter, "filter", op, "[filter_height, filter_width, in_channels / groups, out_channels]")
-    v.check_rank4(out_backprop, "out_backprop", op, window.data_format)
-    if len(sizes) not in (2, 4):
-        raise InvalidArgumentError(
-            f"{op}: input_sizes must have 4 values ({window.data_format}) or 2 values "
-            f"([height, width]), got {len(sizes)}: {list(sizes)}"
-        )
-    v.check_range(sizes, "input_sizes", op, low=0)
-    kernel_h, kernel_w, filter_depth, out_channels = filter.shape
-    if len(sizes) == 4:
-        batch, height, width, in_channels = v.spatial(sizes, window)
-    else:
-        height, width = sizes
-        batch, in_channels = out_backprop.shape[0], filter_depth
-    groups = v.groups_of(in_channels, filter.shape, op, "input_sizes")
-    geometry = ConvGeometry.build(
-        batch=batch, input_hw=(height, width), in_channels=in_channels,
-        out_channels=out_channels, kernel_hw=(kernel_h, kernel_w), strides=window.strides,
-        dilations=window.dilations, padding=window.padding, explicit_paddings=window.pads,
-        groups=groups, data_format=window.data_format,
-    )
-    v.check_output_shape(geometry, out_backprop, "input_sizes, filter", op)
-    v.check_allocation(geometry.input_shape, max(dtype.itemsize, 4), "the input gradient", op, on_gpu)
-    return Call(geometry, filter, out_backprop, dtype, threads)
-
-
-# Bound once: Plan.run is on the path of every call (module lookups cost ~0.1 us there).
+# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.input_grad
+_kernel_int32 = kernel.input_grad_int32
 _forward_kernel = forward_kernel.forward
 _forward_amx = forward_kernel.forward_amx
 _record_scratch = kernel.record_scratch_bytes
-kernel_view = cpu.kernel_view
 
 
 # A phase's convolution: input rows and columns, output-gradient rows and columns, filter rows and
@@ -154,11 +102,9 @@ def _transposed_filter(filt: np.ndarray, groups: int) -> np.ndarray:
     return by_group.transpose(0, 1, 4, 3, 2).reshape(kh, kw, c_out // groups, groups * cin_g)
 
 
-class Plan(cpu.ConvPlan):
-    """Everything the CPU kernel needs that depends only on the geometry and dtype.
-
-    Built once per distinct call signature (see ``convviz.ops._op``); ``run``
-    then only allocates the result and calls the kernel.
+@dataclass(frozen=True)
+class Route:
+    """Where a plan's calls run (``plan.extra``, from :func:`prepare`).
 
     Where the filter outweighs the output gradient, is over 1 MiB, or dy's rows
     are narrow (``_on_forward_kernel``), float types at the default precision
@@ -172,65 +118,54 @@ class Plan(cpu.ConvPlan):
     dot products, where they apply) and for int32, the ``_input_grad`` kernels run.
     """
 
-    __slots__ = ("fast", "phases", "zeros", "on_forward", "bfloat16")
+    fast: bool  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
+    on_forward: bool
+    phases: list[PhaseConvolution]  # (filled where the forward kernel may run)
+    zeros: list[tuple[slice, slice]]
 
-    def __init__(self, call: Call, fast: bool = False) -> None:
-        g = call.geometry
-        super().__init__(g, call.dtype, g.input_shape, call.out_backprop.size == 0 or 0 in g.input_shape)
-        self.fast = fast  # precision="fast": the bfloat16 or float16 kernels where the CPU has them
-        self.bfloat16 = self.code == cpu.BFLOAT16_CODE
-        self.on_forward = not (self.int32 or self.empty) and _on_forward_kernel(g, 8 if self.f64 else 4)
-        self.phases: list[PhaseConvolution] = []  # (filled where the forward kernel may run)
-        self.zeros: list[tuple[slice, slice]] = []
-        # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call).
-        if self.on_forward or (self.bfloat16 and not self.empty):
-            self.phases, self.zeros = _phase_convolutions(g)
 
-    def run(self, filt: np.ndarray, out_backprop: np.ndarray, n_threads: int) -> np.ndarray:
-        if self.empty:
-            return np.zeros(self.shape, dtype=self.dtype)  # nothing reaches the input
-        result = cpu.empty_result(self.shape, self.dtype)
-        nchw = self.nchw
-        if self.int32:
-            # Wrapping int32 arithmetic as uint32 (same bits, modular arithmetic).
-            dy = out_backprop.view(np.uint32)
-            out = result.view(np.uint32)
-            kernel.input_grad_int32(
-                dy.transpose(0, 2, 3, 1) if nchw else dy,
-                np.ascontiguousarray(filt.view(np.uint32).transpose(0, 1, 3, 2)),
-                out.transpose(0, 2, 3, 1) if nchw else out,
-                self.col_ranges, *self.ints, n_threads, cpu.MIN_PARALLEL_WORK)
-            return result
-        dy = kernel_view(out_backprop)
-        dy = dy.transpose(0, 2, 3, 1) if nchw else dy
-        dx = result.transpose(0, 2, 3, 1) if nchw else result
-        code = self.code
-        # AMX tiles multiply bfloat16 exactly and sum in float32 (the default
-        # precision's contract) faster than the dot product of precision="fast".
-        amx = self.bfloat16 and cpu.amx_in_use()
-        fast = cpu.fast_paths() if self.fast and not amx else 0
-        # The bfloat16 / float16 dot-product kernels where they apply (else -1: nothing written).
-        if fast and _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE,
-                            self.f64, cpu.MIN_PARALLEL_WORK, fast) >= 0:
-            return result
-        if not (self.on_forward or amx):  # the input-row kernel
-            _kernel(dy, code, kernel_view(filt), code, dx, code, *self.ints, n_threads, cpu.ISA_CODE, self.f64,
-                    cpu.MIN_PARALLEL_WORK, 0)
-            return result
-        w = _transposed_filter(kernel_view(filt), self.ints[-1])
-        if self.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one contiguous fill
-            result.fill(0)
-        calls = [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
-                 for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in self.phases]
-        # On AMX tiles, every phase in one call (two parallel regions in all, not two per phase).
-        scratch = _forward_amx(calls, code, n_threads, cpu.MIN_PARALLEL_WORK) if amx and calls else -1
-        if scratch < 0:
-            scratch = 0
-            for dy_phase, w_phase, dx_phase, window in calls:
-                scratch += _forward_kernel(dy_phase, code, w_phase, code, dx_phase, code, *window, n_threads,
-                                           cpu.ISA_CODE, self.f64, cpu.MIN_PARALLEL_WORK)
-        _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
-        return result
+def prepare(call: Call, fast: bool) -> Route:
+    """The route of this call's signature (see :class:`Route`)."""
+    g, dtype = call.geometry, call.dtype
+    on_forward = dtype != np.int32 and _on_forward_kernel(g, 8 if dtype == np.float64 else 4)
+    # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call).
+    phases, zeros = _phase_convolutions(g) if on_forward or dtype == v.BFLOAT16 else ([], [])
+    return Route(fast, on_forward, phases, zeros)
+
+
+def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray, n_threads: int) -> None:
+    """The kernel call: the input-row kernel, or the forward kernel per stride phase (:class:`Route`)."""
+    if plan.int32:
+        _kernel_int32(dy, np.ascontiguousarray(filt.transpose(0, 1, 3, 2)), dx, plan.col_ranges, *plan.ints,
+                      n_threads, cpu.MIN_PARALLEL_WORK)
+        return
+    route: Route = plan.extra
+    code = plan.code
+    # AMX tiles multiply bfloat16 exactly and sum in float32 (the default
+    # precision's contract) faster than the dot product of precision="fast".
+    amx = code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
+    fast = cpu.fast_paths() if route.fast and not amx else 0
+    # The bfloat16 / float16 dot-product kernels where they apply (else -1: nothing written).
+    if fast and _kernel(dy, code, filt, code, dx, code, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64,
+                        cpu.MIN_PARALLEL_WORK, fast) >= 0:
+        return
+    if not (route.on_forward or amx):  # the input-row kernel
+        _kernel(dy, code, filt, code, dx, code, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64,
+                cpu.MIN_PARALLEL_WORK, 0)
+        return
+    w = _transposed_filter(filt, plan.ints[-1])
+    if route.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one fill
+        dx.fill(0)
+    calls = [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
+             for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in route.phases]
+    # On AMX tiles, every phase in one call (two parallel regions in all, not two per phase).
+    scratch = _forward_amx(calls, code, n_threads, cpu.MIN_PARALLEL_WORK) if amx and calls else -1
+    if scratch < 0:
+        scratch = 0
+        for dy_phase, w_phase, dx_phase, window in calls:
+            scratch += _forward_kernel(dy_phase, code, w_phase, code, dx_phase, code, *window, n_threads,
+                                       cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK)
+    _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
 
 
 cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)),
@@ -270,23 +205,6 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
     return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
-def flops(g: ConvGeometry) -> float:
-    """``2 * N * OH * OW * C_out * KH * KW * C_in / groups``."""
-    oh, ow = g.output_hw
-    kh, kw = g.kernel_hw
-    return 2.0 * g.batch * oh * ow * g.out_channels * kh * kw * (g.in_channels // g.groups)
-
-
-def example(rng: np.random.Generator, dtype: Any, data_format: str = "NHWC", strides: tuple[int, int] = (1, 1),
-            dilations: tuple[int, int] = (1, 1), padding: str = "SAME") -> tuple:
-    """A small random valid call: 2 groups, a 3x2 kernel, a 7x6 input (see ``Op.example``)."""
-    geometry = ConvGeometry.build(
-        batch=2, input_hw=(7, 6), in_channels=4, out_channels=6, kernel_hw=(3, 2), strides=strides,
-        dilations=dilations, padding=padding, explicit_paddings=(1, 0, 2, 1), groups=2, data_format=data_format)
-    return (list(geometry.input_shape), random_values(rng, geometry.filter_shape, dtype),
-            random_values(rng, geometry.output_shape, dtype), *window_arguments(geometry, padding))
-
-
 def reference(
     input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
     explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
@@ -303,7 +221,7 @@ def reference(
            [2., 4., 2.],
            [1., 2., 1.]])
     """
-    call = validate(
+    call = OP.validate(
         input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
         data_format, dilations, 1, op="reference.conv2d_backprop_input",
     )
@@ -323,16 +241,14 @@ OP = Op(
     name="conv2d_backprop_input",
     tf_name="Conv2DBackpropInput",
     args=("input_sizes", "filter", "out_backprop"),
-    tensors=("filter", "out_backprop"),
-    result="input gradient",
-    dtypes=DTYPES,
-    validate=validate,
-    plan=Plan,
+    dtypes=v.FLOAT_AND_INT32_DTYPES,
+    depthwise=False,
+    compute=compute,
     plan_gpu=plan_on_gpu,
-    flops=flops,
     kernel=kernel,
-    example=example,
     reference=reference,
+    prepare=prepare,
+    hw_sizes=True,
     tf_attrs=("use_cudnn_on_gpu",),
     fast_dtypes=(v.BFLOAT16, np.dtype(np.float16)),
     tf_doc="""\
