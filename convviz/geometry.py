@@ -21,6 +21,7 @@ Conventions (TensorFlow's):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -79,6 +80,30 @@ def same_padding(input_size: int, kernel_size: int, stride: int, dilation: int) 
     out = -(-input_size // stride)
     need = max(0, (out - 1) * stride + effective_kernel_size(kernel_size, dilation) - input_size)
     return need // 2, need - need // 2
+
+
+def to_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+    """``array`` as an NHWC view (a transpose for NCHW).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_nhwc(np.zeros((1, 3, 5, 7)), "NCHW").shape
+    (1, 5, 7, 3)
+    """
+    return array if data_format == "NHWC" else array.transpose(0, 2, 3, 1)
+
+
+def from_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
+    """An NHWC ``array`` as a view in ``data_format`` order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from_nhwc(np.zeros((1, 5, 7, 3)), "NCHW").shape
+    (1, 3, 5, 7)
+    """
+    return array if data_format == "NHWC" else array.transpose(0, 3, 1, 2)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -414,6 +439,47 @@ class ConvGeometry:
         oh, ow = self.output_hw
         kh, kw = self.kernel_hw
         return 2.0 * self.batch * oh * ow * self.out_channels * kh * kw * (self.in_channels // max(self.groups, 1))
+
+    def taps(self) -> Iterator[tuple[int, int, int, int, int, int]]:
+        """Yield ``(oh, ow, kh, kw, ih, iw)`` for every tap that reads a real input cell
+        (the terms of every sum, for the float64 references and the pictures).
+
+        Examples
+        --------
+        A 3-wide input, a 2-wide kernel, VALID: each of the 2x2 output cells reads
+        4 real cells.
+
+        >>> g = ConvGeometry.build(batch=1, input_hw=(3, 3), in_channels=1, out_channels=1,
+        ...                        kernel_hw=(2, 2), strides=(1, 1), dilations=(1, 1), padding="VALID")
+        >>> len(list(g.taps())), next(g.taps())
+        (16, (0, 0, 0, 0, 0, 0))
+        """
+        rows, cols = self.rows, self.cols
+        for oh in range(rows.output_size):
+            for kh in range(rows.kernel_size):
+                ih = rows.input_index(oh, kh)
+                if not 0 <= ih < rows.input_size:
+                    continue
+                for ow in range(cols.output_size):
+                    for kw in range(cols.kernel_size):
+                        iw = cols.input_index(ow, kw)
+                        if 0 <= iw < cols.input_size:
+                            yield oh, ow, kh, kw, ih, iw
+
+    def group_slices(self) -> Iterator[tuple[slice, slice]]:
+        """Yield the (input-channel slice, output-channel slice) of each group.
+
+        Examples
+        --------
+        >>> g = ConvGeometry.build(batch=1, input_hw=(3, 3), in_channels=4, out_channels=6,
+        ...                        kernel_hw=(1, 1), strides=(1, 1), dilations=(1, 1), padding="VALID",
+        ...                        groups=2)
+        >>> list(g.group_slices())
+        [(slice(0, 2, None), slice(0, 3, None)), (slice(2, 4, None), slice(3, 6, None))]
+        """
+        cin_g, cout_g = self.in_channels // self.groups, self.out_channels // self.groups
+        for group in range(self.groups):
+            yield slice(group * cin_g, (group + 1) * cin_g), slice(group * cout_g, (group + 1) * cout_g)
 
     # -- what the pictures show --------------------------------------------
     def coverage(self) -> np.ndarray:

@@ -1,13 +1,18 @@
 """What every op must do, run over the registry (convviz.ops.OPS): a new op gets these
-tests by adding its record, with an ``example`` that builds a small valid call."""
+tests by adding its record (``Op.example`` builds each a small valid call)."""
 
 from __future__ import annotations
+
+import ast
+import doctest
+import inspect
+import pathlib
 
 import numpy as np
 import pytest
 
 import convviz
-from convviz import _openmp_info
+from convviz import _openmp_info, reference
 from convviz._backends import cpu
 from convviz.compat.tf import raw_ops
 from convviz.ops import OPS
@@ -116,6 +121,55 @@ def test_the_record_is_complete_and_public(op):
         assert op.tf_name in raw_ops.__all__
     assert set(op.tensors) <= set(op.args) and op.dtypes
     assert op.kernel.last_scratch_bytes() >= 0
+
+
+@ops
+def test_the_reference_takes_the_ops_arguments_and_runs_its_example(op):
+    """``convviz.reference.<name>`` is made from the record: the op's signature, found
+    under the op's module, and the Examples of its docstring pass."""
+    ref = getattr(reference, op.name)
+    assert ref is op.reference and ref.__name__ == op.name and ref.__module__ == getattr(convviz, op.name).__module__
+    assert list(inspect.signature(ref).parameters) == list(inspect.signature(getattr(convviz, op.name)).parameters)[
+        :len(op.args) + 5]
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(ref, op.name, globs={}):
+        assert runner.run(test).failed == 0 and test.examples
+
+
+def test_the_import_graph_has_no_circle():
+    """No module of convviz imports, at its top, one that imports it back (the float64
+    references are a facade above the ops, the ops' loop helpers live on the geometry)."""
+    package = pathlib.Path(convviz.__file__).parent
+    modules = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in [*package.rglob("*.py"), *package.rglob("*.pyx")]}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        if path.suffix == ".pyx":
+            continue
+        package_parts = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.parse(path.read_text()).body:  # module level: a function's import runs later
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(package_parts[:len(package_parts) - node.level + 1]) if node.level else ""
+                source = ".".join(filter(None, [base, node.module]))
+                for alias in node.names:
+                    target = f"{source}.{alias.name}"
+                    graph[name].add(target if target in modules else source)
+            elif isinstance(node, ast.Import):
+                graph[name].update(alias.name for alias in node.names)
+    graph = {name: {t for t in targets if t in modules and t != name} for name, targets in graph.items()}
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        assert name not in path, f"import circle: {' -> '.join(path[path.index(name):] + [name])}"
+        if name not in done:
+            for target in graph[name]:
+                visit(target, path + [name])
+            done.add(name)
+
+    for name in graph:
+        visit(name, [])
+    assert "convviz.ops" in graph["convviz.reference"]  # the facade imports the ops, not the other way
 
 
 @ops

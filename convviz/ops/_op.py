@@ -14,6 +14,7 @@ same geometry, so its CPU plan is reused and validation skipped.  Anything else
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from .._threads import MAX_THREADS
 from ..errors import InvalidArgumentError
-from ..geometry import ConvGeometry, explicit_paddings
+from ..geometry import ConvGeometry, explicit_paddings, from_nhwc, to_nhwc
 
 __all__ = ["Call", "Op", "select_device"]
 
@@ -93,9 +94,11 @@ class Op:
     kernel : module
         The compiled CPU kernel module (its ``last_scratch_bytes()`` tells the
         benchmark the scratch memory of the calling thread's last call).
-    reference : callable
-        The float64 NumPy reference, same arguments as the op (obvious loops
-        after the op's own validator); also ``convviz.reference.<name>``.
+    reference_sum : callable
+        ``reference_sum(geometry, first, second)``: the op's sums in float64 with
+        obvious loops, on its two tensors in float64 (activations NHWC); the
+        result in NHWC.  The record wraps it as ``reference`` (the same
+        arguments as the op, validated alike; ``convviz.reference.<name>``).
     prepare : callable or None
         ``prepare(call, fast)`` -> what the op's kernel call needs beyond the
         window, computed once per plan (``plan.extra``); not called for an
@@ -118,7 +121,8 @@ class Op:
         "fast" computes as "accurate".
 
     Derived: ``tensors`` (the arguments that are arrays), ``result_role``
-    (``"input"``, ``"filter"`` or ``"output"``) and ``result`` (in words).
+    (``"input"``, ``"filter"`` or ``"output"``), ``result`` (in words) and
+    ``reference`` (the float64 reference).
     """
 
     name: str
@@ -129,7 +133,7 @@ class Op:
     compute: cpu.Compute
     plan_gpu: Callable[[Any], Any]
     kernel: Any
-    reference: Callable[..., np.ndarray]
+    reference_sum: Callable[[ConvGeometry, np.ndarray, np.ndarray], np.ndarray]
     prepare: Callable[[Call, bool], Any] | None = None
     check: Callable[[Call, str, bool], None] | None = None
     hw_sizes: bool = False
@@ -139,6 +143,7 @@ class Op:
     tensors: tuple[str, ...] = field(init=False)
     result_role: str = field(init=False)
     result: str = field(init=False)
+    reference: Callable[..., np.ndarray] = field(init=False)
     tensor_positions: tuple[int, ...] = field(init=False)
     _images: tuple[bool, bool, bool] = field(init=False, repr=False)
     _plan_key: Callable[[tuple], tuple | None] = field(init=False, repr=False)
@@ -154,6 +159,7 @@ class Op:
             self.result_role]
         first, second = (ROLES[name] != "filter" for name in self.tensors)
         self._images = (first, second, self.result_role != "filter")
+        self.reference = _reference_function(self)
         # Precomputed: run() is the hot path of every call.
         self.tensor_positions = tuple(self.args.index(name) for name in self.tensors)
         n_args = len(self.args) + len(WINDOW_ARGS)
@@ -313,6 +319,50 @@ class Op:
         if all(c is t for c, t in zip(checked, tensors)):  # nothing was converted
             _remember(key, plan)
         return plan.run(checked[0], checked[1], call.n_threads)
+
+
+# The window arguments of a reference, with the ops' defaults (``padding`` has none).
+_WINDOW_DEFAULTS = {"explicit_paddings": (), "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
+
+
+def _reference_function(op: Op) -> Callable[..., np.ndarray]:
+    """``convviz.reference.<op name>``: the op's arguments, validated as the op validates
+    them, summed in float64 by the op's ``reference_sum``."""
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    default=_WINDOW_DEFAULTS.get(name, inspect.Parameter.empty))
+                  for name in (*op.args, *WINDOW_ARGS)]
+    signature = inspect.Signature(parameters, return_annotation=np.ndarray)
+    first_image, second_image, result_image = op._images
+
+    def reference(*args: Any, **kwargs: Any) -> np.ndarray:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        call = op.validate(*bound.args, 1, op=f"reference.{op.name}")
+        g = call.geometry
+        first, second = (getattr(call, name).astype(np.float64) for name in op.tensors)
+        result = op.reference_sum(g, to_nhwc(first, g.data_format) if first_image else first,
+                                  to_nhwc(second, g.data_format) if second_image else second)
+        return from_nhwc(result, g.data_format) if result_image else result
+
+    reference.__signature__ = signature  # type: ignore[attr-defined]
+    reference.__name__ = reference.__qualname__ = op.name
+    reference.__module__ = op.reference_sum.__module__
+    reference.__doc__ = f"""Float64 reference for :func:`convviz.{op.name}` (``convviz.reference.{op.name}``).
+
+    The same arguments as the op, validated alike; the sums in float64 with plain
+    loops over output cells and filter taps (``{op.reference_sum.__module__}.reference_sum``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import convviz
+    >>> from convviz import reference
+    >>> from convviz.ops import BY_NAME
+    >>> args = BY_NAME["{op.name}"].example(np.random.default_rng(0), np.float64)
+    >>> bool(np.allclose(reference.{op.name}(*args), convviz.{op.name}(*args)))
+    True
+    """
+    return reference
 
 
 def _int_tuple(value: Any) -> tuple | None:

@@ -18,7 +18,6 @@ import numpy as np
 from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
-from ..reference import taps, to_nhwc
 from . import _depthwise_filter_grad as kernel
 from ._docs import fill_doc
 from ._op import Call, Op
@@ -121,11 +120,11 @@ class GpuPlan:
         return out
 
 
-def reference(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`depthwise_conv2d_native_backprop_filter` (``convviz.reference.depthwise_conv2d_native_backprop_filter``).
+def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """The filter gradient of :func:`depthwise_conv2d_native_backprop_filter` in float64 with loops
+    (``convviz.reference.depthwise_conv2d_native_backprop_filter`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -137,18 +136,9 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = OP.validate(
-        input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, 1, op="reference.depthwise_conv2d_native_backprop_filter",
-    )
-    g = call.geometry
-    x = to_nhwc(call.input.astype(np.float64), g.data_format)
-    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
-    channels, multiplier = g.in_channels, g.multiplier
-    dy = dy.reshape(dy.shape[:3] + (channels, multiplier))
+    dy = dy.reshape(dy.shape[:3] + (g.in_channels, g.multiplier))
     dw = np.zeros(g.filter_shape)
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        # dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]
+    for oh, ow, kh, kw, ih, iw in g.taps():
         dw[kh, kw] += np.einsum("nc,ncm->cm", x[:, ih, iw, :], dy[:, oh, ow])
     return dw
 
@@ -162,7 +152,7 @@ OP = Op(
     compute=compute,
     plan_gpu=GpuPlan,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
     prepare=prepare,
     tf_doc="""\
 Notes

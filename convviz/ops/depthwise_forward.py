@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..reference import from_nhwc, taps, to_nhwc
+from ..geometry import ConvGeometry
 from . import _depthwise_forward as kernel
 from ._docs import fill_doc
 from ._op import Call, Op
@@ -65,11 +65,11 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           tiled=rows)
 
 
-def reference(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
-    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`depthwise_conv2d_native` (``convviz.reference.depthwise_conv2d_native``).
+def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The output of :func:`depthwise_conv2d_native` in float64 with loops
+    (``convviz.reference.depthwise_conv2d_native`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``y[n, oh, ow, c, m] += x[n, ih, iw, c] * w[kh, kw, c, m]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -79,16 +79,10 @@ def reference(
     ...                                   [1, 1, 1, 1], "VALID").shape
     (1, 2, 2, 2)
     """
-    call = OP.validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
-                       op="reference.depthwise_conv2d_native")
-    g = call.geometry
-    x = to_nhwc(call.input.astype(np.float64), g.data_format)
-    w = call.filter.astype(np.float64)
     y = np.zeros((g.batch, *g.output_hw, g.in_channels, g.multiplier))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        # y[n, oh, ow, c, m] += x[n, ih, iw, c] * w[kh, kw, c, m]
+    for oh, ow, kh, kw, ih, iw in g.taps():
         y[:, oh, ow] += x[:, ih, iw, :, None] * w[kh, kw]
-    return from_nhwc(y.reshape(g.batch, *g.output_hw, g.out_channels), g.data_format)
+    return y.reshape(g.batch, *g.output_hw, g.out_channels)
 
 
 OP = Op(
@@ -100,7 +94,7 @@ OP = Op(
     compute=compute,
     plan_gpu=plan_on_gpu,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
 )
 
 

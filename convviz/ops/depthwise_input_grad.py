@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..reference import from_nhwc, taps, to_nhwc
+from ..geometry import ConvGeometry
 from . import _depthwise_input_grad as kernel
 from ._docs import fill_doc
 from ._op import Call, Op
@@ -66,12 +66,11 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
     return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
-def reference(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
-    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`depthwise_conv2d_native_backprop_input`
-    (``convviz.reference.depthwise_conv2d_native_backprop_input``).
+def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """The input gradient of :func:`depthwise_conv2d_native_backprop_input` in float64 with loops
+    (``convviz.reference.depthwise_conv2d_native_backprop_input`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``dx[n, ih, iw, c] += sum_m dy[n, oh, ow, c, m] * w[kh, kw, c, m]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -83,17 +82,11 @@ def reference(
            [2., 4., 2.],
            [1., 2., 1.]])
     """
-    call = OP.validate(input_sizes, filter, out_backprop, strides, padding, explicit_paddings, data_format,
-                    dilations, 1, op="reference.depthwise_conv2d_native_backprop_input")
-    g = call.geometry
-    w = call.filter.astype(np.float64)
-    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
     dy = dy.reshape(dy.shape[:3] + (g.in_channels, g.multiplier))
     dx = np.zeros((g.batch, *g.input_hw, g.in_channels))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        # dx[n, ih, iw, c] += sum_m dy[n, oh, ow, c, m] * w[kh, kw, c, m]
+    for oh, ow, kh, kw, ih, iw in g.taps():
         dx[:, ih, iw] += np.einsum("ncm,cm->nc", dy[:, oh, ow], w[kh, kw])
-    return from_nhwc(dx, g.data_format)
+    return dx
 
 
 OP = Op(
@@ -105,7 +98,7 @@ OP = Op(
     compute=compute,
     plan_gpu=plan_on_gpu,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
     tf_doc="""\
 Notes
 -----

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..reference import groups, taps, to_nhwc
+from ..geometry import ConvGeometry
 from . import _filter_grad as kernel
 from ._docs import fill_doc
 from ._op import Call, Op
@@ -83,11 +83,11 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           call.input, call.out_backprop, images=(True, True, False), tiled=tiled)
 
 
-def reference(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`conv2d_backprop_filter` (``convviz.reference.conv2d_backprop_filter``).
+def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """The filter gradient of :func:`conv2d_backprop_filter` in float64 with loops
+    (``convviz.reference.conv2d_backprop_filter`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``dw[kh, kw, ci, co] += sum_n x[n, ih, iw, ci] * dy[n, oh, ow, co]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -98,15 +98,9 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = OP.validate(input, filter_sizes, out_backprop, strides, padding, explicit_paddings,
-                    data_format, dilations, 1, op="reference.conv2d_backprop_filter")
-    g = call.geometry
-    x = to_nhwc(call.input.astype(np.float64), g.data_format)
-    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
     dw = np.zeros(g.filter_shape)
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        for ins, outs in groups(g):
-            # dw[kh, kw, ci, co] += sum_n x[n, ih, iw, ci] * dy[n, oh, ow, co]
+    for oh, ow, kh, kw, ih, iw in g.taps():
+        for ins, outs in g.group_slices():
             dw[kh, kw, :, outs] += x[:, ih, iw, ins].T @ dy[:, oh, ow, outs]
     return dw
 
@@ -120,7 +114,7 @@ OP = Op(
     compute=compute,
     plan_gpu=plan_on_gpu,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
     tf_attrs=("use_cudnn_on_gpu",),
 )
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._backends import cpu, cuda
-from ..reference import from_nhwc, groups, taps, to_nhwc
+from ..geometry import ConvGeometry
 from . import _forward as kernel
 from ._docs import fill_doc
 from ._op import Call, Op
@@ -79,11 +79,11 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
                           call.input, call.filter, images=(True, False, True), tiled=tiled)
 
 
-def reference(
-    input: Any, filter: Any, strides: Any, padding: Any, explicit_paddings: Any = (),
-    data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`conv2d` (``convviz.reference.conv2d``): cross-correlation, grouped.
+def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The output of :func:`conv2d` in float64 with loops
+    (``convviz.reference.conv2d`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``y[n, oh, ow, co] += sum_ci x[n, ih, iw, ci] * w[kh, kw, ci, co]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -94,17 +94,11 @@ def reference(
     array([[ 8., 12.],
            [20., 24.]])
     """
-    call = OP.validate(input, filter, strides, padding, explicit_paddings, data_format, dilations, 1,
-                       op="reference.conv2d")
-    g = call.geometry
-    x = to_nhwc(call.input.astype(np.float64), g.data_format)
-    w = call.filter.astype(np.float64)
     y = np.zeros((g.batch, *g.output_hw, g.out_channels))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        for ins, outs in groups(g):
-            # y[n, oh, ow, co] += sum_ci x[n, ih, iw, ci] * w[kh, kw, ci, co]
+    for oh, ow, kh, kw, ih, iw in g.taps():
+        for ins, outs in g.group_slices():
             y[:, oh, ow, outs] += x[:, ih, iw, ins] @ w[kh, kw, :, outs]
-    return from_nhwc(y, g.data_format)
+    return y
 
 
 OP = Op(
@@ -116,7 +110,7 @@ OP = Op(
     compute=compute,
     plan_gpu=plan_on_gpu,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
     check=check,
     tf_attrs=("use_cudnn_on_gpu",),
 )

@@ -19,7 +19,6 @@ import numpy as np
 from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
-from ..reference import from_nhwc, groups, taps, to_nhwc
 from . import _forward as forward_kernel
 from . import _input_grad as kernel
 from ._docs import fill_doc
@@ -205,11 +204,11 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
     return cuda.Reordered(plan, (1, 0))  # (filter, out_backprop) -> (out_backprop, filter)
 
 
-def reference(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
-    explicit_paddings: Any = (), data_format: Any = "NHWC", dilations: Any = (1, 1, 1, 1),
-) -> np.ndarray:
-    """Float64 reference for :func:`conv2d_backprop_input` (``convviz.reference.conv2d_backprop_input``).
+def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """The input gradient of :func:`conv2d_backprop_input` in float64 with loops
+    (``convviz.reference.conv2d_backprop_input`` validates the op's arguments and gives them here in
+    float64, activations in NHWC), summing ``dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]``
+    over every tap that reads a real input cell.
 
     Examples
     --------
@@ -221,20 +220,11 @@ def reference(
            [2., 4., 2.],
            [1., 2., 1.]])
     """
-    call = OP.validate(
-        input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
-        data_format, dilations, 1, op="reference.conv2d_backprop_input",
-    )
-    g = call.geometry
-    w = call.filter.astype(np.float64)
-    dy = to_nhwc(call.out_backprop.astype(np.float64), g.data_format)
-    n, h, wd = g.batch, *g.input_hw
-    dx = np.zeros((n, h, wd, g.in_channels))
-    for oh, ow, kh, kw, ih, iw in taps(g):
-        for ins, outs in groups(g):
-            # dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]
+    dx = np.zeros((g.batch, *g.input_hw, g.in_channels))
+    for oh, ow, kh, kw, ih, iw in g.taps():
+        for ins, outs in g.group_slices():
             dx[:, ih, iw, ins] += dy[:, oh, ow, outs] @ w[kh, kw, :, outs].T
-    return from_nhwc(dx, g.data_format)
+    return dx
 
 
 OP = Op(
@@ -246,7 +236,7 @@ OP = Op(
     compute=compute,
     plan_gpu=plan_on_gpu,
     kernel=kernel,
-    reference=reference,
+    reference_sum=reference_sum,
     prepare=prepare,
     hw_sizes=True,
     tf_attrs=("use_cudnn_on_gpu",),
