@@ -170,6 +170,16 @@ class Op:
         self._gpu_cached_run = _key_function(self.name, n_args, self.tensor_positions, pads, run_cached=True,
                                              gpu=True)
 
+    @classmethod
+    def of_module(cls, namespace: dict[str, Any], **fields: Any) -> Op:
+        """The record of the op module whose globals are ``namespace``: what is the op's
+        own is found there by name (``compute``, ``plan_on_gpu``, ``kernel``,
+        ``reference_sum``, and ``prepare`` and ``check`` where the op has them); ``fields``
+        give the rest (``name``, ``tf_name``, ``args``, ``dtypes``, ``depthwise``, ...)."""
+        own = {"compute": "compute", "plan_gpu": "plan_on_gpu", "kernel": "kernel", "reference_sum": "reference_sum",
+               "prepare": "prepare", "check": "check"}
+        return cls(**{field: namespace[name] for field, name in own.items() if name in namespace}, **fields)
+
     def validate(self, *args: Any, op: str | None = None, default_float: Any = np.float64,
                  on_gpu: bool = False) -> Call:
         """Check every argument (the op's, the five window arguments, ``n_threads``)

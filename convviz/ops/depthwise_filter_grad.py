@@ -143,17 +143,14 @@ def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     return dw
 
 
-OP = Op(
-    name="depthwise_conv2d_native_backprop_filter",
-    tf_name="DepthwiseConv2dNativeBackpropFilter",
-    args=("input", "filter_sizes", "out_backprop"),
-    dtypes=v.FLOAT_DTYPES,
-    depthwise=True,
-    compute=compute,
-    plan_gpu=GpuPlan,
-    kernel=kernel,
-    reference_sum=reference_sum,
-    prepare=prepare,
+def plan_on_gpu(call: Call) -> GpuPlan:
+    """The GPU plan of this call's signature."""
+    return GpuPlan(call)
+
+
+OP = Op.of_module(
+    globals(), name="depthwise_conv2d_native_backprop_filter", tf_name="DepthwiseConv2dNativeBackpropFilter",
+    args=("input", "filter_sizes", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=True,
     tf_doc="""\
 Notes
 -----

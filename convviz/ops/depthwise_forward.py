@@ -85,16 +85,9 @@ def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return y.reshape(g.batch, *g.output_hw, g.out_channels)
 
 
-OP = Op(
-    name="depthwise_conv2d_native",
-    tf_name="DepthwiseConv2dNative",
-    args=("input", "filter"),
-    dtypes=v.FLOAT_DTYPES,
-    depthwise=True,
-    compute=compute,
-    plan_gpu=plan_on_gpu,
-    kernel=kernel,
-    reference_sum=reference_sum,
+OP = Op.of_module(
+    globals(), name="depthwise_conv2d_native", tf_name="DepthwiseConv2dNative",
+    args=("input", "filter"), dtypes=v.FLOAT_DTYPES, depthwise=True,
 )
 
 

@@ -89,16 +89,9 @@ def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
     return dx
 
 
-OP = Op(
-    name="depthwise_conv2d_native_backprop_input",
-    tf_name="DepthwiseConv2dNativeBackpropInput",
-    args=("input_sizes", "filter", "out_backprop"),
-    dtypes=v.FLOAT_DTYPES,
-    depthwise=True,
-    compute=compute,
-    plan_gpu=plan_on_gpu,
-    kernel=kernel,
-    reference_sum=reference_sum,
+OP = Op.of_module(
+    globals(), name="depthwise_conv2d_native_backprop_input", tf_name="DepthwiseConv2dNativeBackpropInput",
+    args=("input_sizes", "filter", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=True,
     tf_doc="""\
 Notes
 -----

@@ -105,16 +105,9 @@ def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     return dw
 
 
-OP = Op(
-    name="conv2d_backprop_filter",
-    tf_name="Conv2DBackpropFilter",
-    args=("input", "filter_sizes", "out_backprop"),
-    dtypes=v.FLOAT_DTYPES,
-    depthwise=False,
-    compute=compute,
-    plan_gpu=plan_on_gpu,
-    kernel=kernel,
-    reference_sum=reference_sum,
+OP = Op.of_module(
+    globals(), name="conv2d_backprop_filter", tf_name="Conv2DBackpropFilter",
+    args=("input", "filter_sizes", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=False,
     tf_attrs=("use_cudnn_on_gpu",),
 )
 

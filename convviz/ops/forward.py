@@ -101,17 +101,9 @@ def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return y
 
 
-OP = Op(
-    name="conv2d",
-    tf_name="Conv2D",
-    args=("input", "filter"),
-    dtypes=v.FLOAT_AND_INT32_DTYPES,
-    depthwise=False,
-    compute=compute,
-    plan_gpu=plan_on_gpu,
-    kernel=kernel,
-    reference_sum=reference_sum,
-    check=check,
+OP = Op.of_module(
+    globals(), name="conv2d", tf_name="Conv2D",
+    args=("input", "filter"), dtypes=v.FLOAT_AND_INT32_DTYPES, depthwise=False,
     tf_attrs=("use_cudnn_on_gpu",),
 )
 

@@ -227,17 +227,9 @@ def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
     return dx
 
 
-OP = Op(
-    name="conv2d_backprop_input",
-    tf_name="Conv2DBackpropInput",
-    args=("input_sizes", "filter", "out_backprop"),
-    dtypes=v.FLOAT_AND_INT32_DTYPES,
-    depthwise=False,
-    compute=compute,
-    plan_gpu=plan_on_gpu,
-    kernel=kernel,
-    reference_sum=reference_sum,
-    prepare=prepare,
+OP = Op.of_module(
+    globals(), name="conv2d_backprop_input", tf_name="Conv2DBackpropInput",
+    args=("input_sizes", "filter", "out_backprop"), dtypes=v.FLOAT_AND_INT32_DTYPES, depthwise=False,
     hw_sizes=True,
     tf_attrs=("use_cudnn_on_gpu",),
     fast_dtypes=(v.BFLOAT16, np.dtype(np.float16)),
