@@ -87,15 +87,17 @@ def test_pytorch_computes_the_same_where_same_padding_is_symmetric(case, rng):
     data = bench._data(case, rng)
     got = bench.torch_call(case, data)().detach().numpy()
     ours = bench.convviz_call(case, data, 2)()
-    if case.op == "depthwise_conv2d_native_backprop_filter":  # [C*M, 1, KH, KW] -> [KH, KW, C, M]
+    record = case.record
+    if record.result_role == "filter" and record.depthwise:  # [C*M, 1, KH, KW] -> [KH, KW, C, M]
         got = got[:, 0].transpose(1, 2, 0).reshape(ours.shape)
-    elif case.op == "conv2d_backprop_filter":  # OIHW -> HWIO
+    elif record.result_role == "filter":  # OIHW -> HWIO
         got = got.transpose(2, 3, 1, 0)
     elif case.data_format == "NHWC":
         got = got.transpose(0, 2, 3, 1)
     assert got.shape == ours.shape
     top, bottom, left, right = case.geometry.pads
-    if case.op == "conv2d" or (top, left) == (bottom, right):  # else PyTorch's window is shifted (see TorchCase)
+    # A forward op pads exactly; a gradient's window is shifted where SAME is odd (see TorchCase).
+    if record.result_role == "output" or (top, left) == (bottom, right):
         np.testing.assert_allclose(got, ours, rtol=1e-4, atol=1e-4)
 
 

@@ -19,9 +19,10 @@ The benchmark is driven by the op records (:data:`convviz.ops.OPS`): a case
 names its op and its geometry; the op's arguments are built from the geometry
 by name (:data:`ARGUMENTS`), convviz runs through the record, TensorFlow
 through ``tf.raw_ops.<tf_name>`` and the FLOP count is the record's
-``flops(geometry)``.  Only PyTorch, whose API differs per op, needs one small
-function per op (:data:`TORCH_CALLS`).  To benchmark a new op: a few cases in
-:data:`CASES`, and its PyTorch function.
+``flops(geometry)``.  PyTorch's call is read from the record's arguments too
+(:data:`TORCH_CALLS`: ``conv2d`` for a forward op, aten's ``convolution_backward``
+for a gradient, one group per channel for a depthwise op).  To benchmark a new op:
+a few cases in :data:`CASES`.
 
 The package, by concern: :mod:`.cases` (the cases and their arguments), :mod:`.peers` (the
 calls of convviz, TensorFlow and PyTorch), :mod:`.timing` (interleaved rounds, memory, busy

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ops import OPS
 from ..ops._op import window_arguments
 from .cases import PADDING, Case
 
@@ -112,70 +113,36 @@ class TorchCase:
         return self._laid_out(t) if laid_out else t
 
 
-def _torch_conv2d(t: TorchCase) -> Callable[[], Any]:
-    """``torch.nn.functional.conv2d``; an odd SAME padding is padded first, inside the timed call,
-    since TensorFlow's result needs it."""
-    conv, pad = t.torch.nn.functional.conv2d, t.torch.nn.functional.pad
-    x, weight = t.activation("input"), t.weight("filter")
-    top, bottom, left, right = t.case.geometry.pads
-    stride, dilation = t.stride, t.dilation
-    if (top, left) == (bottom, right):
-        return lambda: conv(x, weight, None, stride, [top, left], dilation)
-    return lambda: conv(pad(x, (left, right, top, bottom)), weight, None, stride, 0, dilation)
+def _torch_convolution(t: TorchCase) -> Callable[[], Any]:
+    """PyTorch's call for the case's op, read from its record's arguments: a forward op is
+    ``torch.nn.functional.conv2d`` (an odd SAME padding padded first, inside the timed call,
+    since TensorFlow's result needs it), a gradient aten's ``convolution_backward`` asked
+    for that gradient only (the tensor it is not given only lends shape and layout); a
+    depthwise op has one group per input channel."""
+    record, c, g = t.case.record, t.case, t.case.geometry
+    torch, stride, dilation, groups = t.torch, t.stride, t.dilation, g.groups
+    if "filter" in record.tensors:
+        weight = t.depthwise_weight("filter") if record.depthwise else t.weight("filter")
+    elif record.depthwise:
+        weight = t.empty((c.c_in * c.c_out_or_mult, 1, c.k, c.k), laid_out=False)
+    else:
+        weight = t.empty((c.c_out_or_mult, c.c_in // groups, c.k, c.k))
+    if record.result_role == "output":
+        conv, pad, x = torch.nn.functional.conv2d, torch.nn.functional.pad, t.activation("input")
+        top, bottom, left, right = g.pads
+        if (top, left) == (bottom, right):
+            return lambda: conv(x, weight, None, stride, [top, left], dilation, groups)
+        return lambda: conv(pad(x, (left, right, top, bottom)), weight, None, stride, 0, dilation, groups)
+    dy = t.activation("out_backprop")
+    x = t.activation("input") if "input" in record.tensors else t.empty((c.n, c.c_in, c.h, c.w))
+    backward, pad = torch.ops.aten.convolution_backward, t.symmetric_pad
+    which = 0 if record.result_role == "input" else 1
+    mask = [which == 0, which == 1, False]
+    return lambda: backward(dy, x, weight, None, stride, pad, dilation, False, [0, 0], groups, mask)[which]
 
 
-def _torch_conv2d_backprop_input(t: TorchCase) -> Callable[[], Any]:
-    """aten's convolution backward, input gradient only; the input tensor only lends shape and layout."""
-    dy, weight = t.activation("out_backprop"), t.weight("filter")
-    c = t.case
-    x_meta = t.empty((c.n, c.c_in, c.h, c.w))
-    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
-    return lambda: backward(dy, x_meta, weight, None, stride, pad, dilation, False, [0, 0], 1, [True, False, False])[0]
-
-
-def _torch_conv2d_backprop_filter(t: TorchCase) -> Callable[[], Any]:
-    """aten's convolution backward, filter gradient only; the weight tensor only lends shape and layout."""
-    x, dy = t.activation("input"), t.activation("out_backprop")
-    c = t.case
-    weight = t.empty((c.c_out_or_mult, c.c_in, c.k, c.k))
-    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
-    return lambda: backward(dy, x, weight, None, stride, pad, dilation, False, [0, 0], 1, [False, True, False])[1]
-
-
-def _torch_depthwise_conv2d_native(t: TorchCase) -> Callable[[], Any]:
-    """``torch.nn.functional.conv2d`` with one group per input channel."""
-    x, weight, c = t.activation("input"), t.depthwise_weight("filter"), t.case
-    conv, stride, pad, dilation = t.torch.nn.functional.conv2d, t.stride, t.symmetric_pad, t.dilation
-    return lambda: conv(x, weight, None, stride, pad, dilation, c.c_in)
-
-
-def _torch_depthwise_conv2d_native_backprop_input(t: TorchCase) -> Callable[[], Any]:
-    """aten's convolution backward with one group per channel, input gradient only."""
-    dy, weight, c = t.activation("out_backprop"), t.depthwise_weight("filter"), t.case
-    x_meta = t.empty((c.n, c.c_in, c.h, c.w))
-    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
-    return lambda: backward(dy, x_meta, weight, None, stride, pad, dilation, False, [0, 0], c.c_in,
-                            [True, False, False])[0]
-
-
-def _torch_depthwise_conv2d_native_backprop_filter(t: TorchCase) -> Callable[[], Any]:
-    """aten's convolution backward with one group per channel, filter gradient only."""
-    x, dy = t.activation("input"), t.activation("out_backprop")
-    c = t.case
-    weight = t.empty((c.c_in * c.c_out_or_mult, 1, c.k, c.k), laid_out=False)
-    backward, stride, pad, dilation = t.torch.ops.aten.convolution_backward, t.stride, t.symmetric_pad, t.dilation
-    return lambda: backward(dy, x, weight, None, stride, pad, dilation, False, [0, 0], c.c_in, [False, True, False])[1]
-
-
-#: PyTorch's call for each op (by record name): its API differs per op.
-TORCH_CALLS: dict[str, Callable[[TorchCase], Callable[[], Any]]] = {
-    "conv2d": _torch_conv2d,
-    "conv2d_backprop_input": _torch_conv2d_backprop_input,
-    "conv2d_backprop_filter": _torch_conv2d_backprop_filter,
-    "depthwise_conv2d_native": _torch_depthwise_conv2d_native,
-    "depthwise_conv2d_native_backprop_input": _torch_depthwise_conv2d_native_backprop_input,
-    "depthwise_conv2d_native_backprop_filter": _torch_depthwise_conv2d_native_backprop_filter,
-}
+#: PyTorch's call for each op (by record name), made from the record (``_torch_convolution``).
+TORCH_CALLS: dict[str, Callable[[TorchCase], Callable[[], Any]]] = {op.name: _torch_convolution for op in OPS}
 
 
 def torch_call(case: Case, data: dict[str, Any], device: str = "cpu") -> Callable[[], Any]:
