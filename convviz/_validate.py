@@ -67,6 +67,24 @@ def as_int_list(value: Any, name: str, op: str) -> tuple[int, ...]:
     return tuple(as_int(v, f"{name}[{i}]", op) for i, v in enumerate(value))
 
 
+def int_pair(value: Any, name: str, op: str, low: int, what: str = "") -> tuple[int, int]:
+    """An int, or a sequence of 2 ints (PyTorch's ``_pair``), as ``(height, width)``,
+    each at least ``low``; ``what`` names the two values in the message (" [height, width]").
+
+    >>> int_pair(3, "kernel_size", "Conv2D", low=1), int_pair([1, 2], "stride", "conv_transpose2d", low=1)
+    ((3, 3), (1, 2))
+    """
+    if isinstance(value, (list, tuple, np.ndarray)):
+        values = as_int_list(value, name, op)
+        if len(values) != 2:
+            raise InvalidArgumentError(f"{op}: {name} must be an int or 2 ints{what}, got {len(values)}: "
+                                       f"{list(values)}")
+    else:
+        values = (as_int(value, name, op),) * 2
+    check_range(values, name, op, low=low)
+    return values[0], values[1]
+
+
 def check_range(values: tuple[int, ...], name: str, op: str, low: int) -> None:
     for i, v in enumerate(values):
         if v < low or v > MAX_DIMENSION:

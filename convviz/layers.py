@@ -659,18 +659,6 @@ class ConvLayer:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-def _kernel_pair(kernel_size: IntOrSequence, where: str) -> tuple[int, int]:
-    if isinstance(kernel_size, (list, tuple, np.ndarray)):
-        values = v.as_int_list(kernel_size, "kernel_size", where)
-        if len(values) != 2:
-            raise InvalidArgumentError(f"{where}: kernel_size must be an int or 2 ints [height, width], "
-                                       f"got {len(values)}: {list(values)}")
-    else:
-        values = (v.as_int(kernel_size, "kernel_size", where),) * 2
-    v.check_range(values, "kernel_size", where, low=1)
-    return values[0], values[1]
-
-
 class Conv2D(ConvLayer):
     """A 2-D convolution layer (cross-correlation, as in TensorFlow and PyTorch), grouped or not.
 
@@ -795,7 +783,7 @@ class Conv2D(ConvLayer):
         if c_in % g or c_out % g:
             raise InvalidArgumentError(f"{where}: in_channels ({c_in}) and out_channels ({c_out}) must be "
                                        f"multiples of groups ({g})")
-        kh, kw = _kernel_pair(kernel_size, where)
+        kh, kw = v.int_pair(kernel_size, "kernel_size", where, low=1, what=" [height, width]")
         return cls._initialized((kh, kw, c_in // g, c_out), kh * kw * (c_in // g), c_out, use_bias, rng, dtype,
                                 where, {**options, "groups": g})
 
@@ -910,7 +898,7 @@ class DepthwiseConv2D(ConvLayer):
         where = f"{cls.__name__}.create"
         c_in = _positive_int(in_channels, "in_channels", where)
         m = _positive_int(multiplier, "multiplier", where)
-        kh, kw = _kernel_pair(kernel_size, where)
+        kh, kw = v.int_pair(kernel_size, "kernel_size", where, low=1, what=" [height, width]")
         return cls._initialized((kh, kw, c_in, m), kh * kw, c_in * m, use_bias, rng, dtype, where, options)
 
     @classmethod

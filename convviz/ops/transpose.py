@@ -25,19 +25,6 @@ __all__ = ["conv_transpose2d"]
 OP_NAME = "conv_transpose2d"
 
 
-def _pair(value: Any, name: str, low: int) -> tuple[int, int]:
-    """An int or a sequence of 2 ints (PyTorch's ``_pair``), each at least ``low``."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        values = v.as_int_list(value, name, OP_NAME)
-        if len(values) != 2:
-            raise InvalidArgumentError(f"{OP_NAME}: {name} must be an int or 2 ints, got {len(values)}: "
-                                       f"{list(values)}")
-    else:
-        values = (v.as_int(value, name, OP_NAME),) * 2
-    v.check_range(values, name, OP_NAME, low=low)
-    return values[0], values[1]
-
-
 def transposed_output_size(size: int, kernel: int, stride: int, padding: int, output_padding: int,
                            dilation: int) -> int:
     """PyTorch's output size of a transposed convolution along one axis.
@@ -69,10 +56,10 @@ def translate(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, out
     if weight.ndim != 4:
         raise InvalidArgumentError(f"{OP_NAME}: weight must be 4-D (C_in, C_out / groups, kH, kW), got "
                                    f"{weight.ndim}-D with shape {tuple(weight.shape)}")
-    strides = _pair(stride, "stride", 1)
-    pads = _pair(padding, "padding", 0)
-    extra = _pair(output_padding, "output_padding", 0)
-    dilations = _pair(dilation, "dilation", 1)
+    strides = v.int_pair(stride, "stride", OP_NAME, low=1)
+    pads = v.int_pair(padding, "padding", OP_NAME, low=0)
+    extra = v.int_pair(output_padding, "output_padding", OP_NAME, low=0)
+    dilations = v.int_pair(dilation, "dilation", OP_NAME, low=1)
     group_count = v.as_int(groups, "groups", OP_NAME)
     n, c_in, h, w = input.shape
     w_in, c_out_g, kh, kw = weight.shape
