@@ -1,40 +1,7 @@
 """Types of the Cython kernel module ``convviz.ops._depthwise_filter_grad`` (see ``_depthwise_filter_grad.pyx``)."""
 
-from typing import Any
+from ._kernel_types import TapsKernel
+from ._kernel_types import last_scratch_bytes as last_scratch_bytes
 
-import numpy as np
-import numpy.typing as npt
-
-# float16, ml_dtypes.bfloat16, float32 or float64 (the *_type code says which),
-# in logical NHWC order with any element strides (NCHW arrives transposed).
-_FloatArray = npt.NDArray[Any]
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-
-def depthwise_filter_grad(
-    input: _FloatArray,
-    x_type: int,
-    out_backprop: _FloatArray,
-    dy_type: int,
-    filter_grad: _FloatArray,
-    out_type: int,
-    col_ranges: npt.NDArray[np.intp],
-    stride_h: int,
-    stride_w: int,
-    dil_h: int,
-    dil_w: int,
-    pad_top: int,
-    pad_left: int,
-    n_blocks: int,
-    n_threads: int,
-    isa: int,
-    f64: bool,
-    min_parallel_work: float,
-) -> int:
-    """Overwrite ``filter_grad`` [KH, KW, C, M] (C-contiguous) with the gradient; return the scratch bytes used.
-
-    Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``col_ranges``
-    [KW, 2]: per tap, the half-open range of output columns whose input column
-    is real; ``isa``: an index of ``convviz._openmp_info.ISA_NAMES``.
-    """
+# (input, out_backprop) -> filter gradient [KH, KW, C, M] (C-contiguous); count: the reduction's blocks
+depthwise_filter_grad: TapsKernel

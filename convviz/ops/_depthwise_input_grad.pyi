@@ -1,36 +1,7 @@
 """Types of the Cython kernel module ``convviz.ops._depthwise_input_grad`` (see ``_depthwise_input_grad.pyx``)."""
 
-from typing import Any
+from ._kernel_types import WindowKernel
+from ._kernel_types import last_scratch_bytes as last_scratch_bytes
 
-import numpy.typing as npt
-
-# float16, ml_dtypes.bfloat16, float32 or float64 (the *_type code says which),
-# in logical NHWC order with any element strides (NCHW arrives transposed).
-_FloatArray = npt.NDArray[Any]
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-
-def depthwise_input_grad(
-    out_backprop: _FloatArray,
-    dy_type: int,
-    filter: _FloatArray,
-    w_type: int,
-    in_backprop: _FloatArray,
-    dx_type: int,
-    stride_h: int,
-    stride_w: int,
-    dil_h: int,
-    dil_w: int,
-    pad_top: int,
-    pad_left: int,
-    n_threads: int,
-    isa: int,
-    f64: bool,
-    min_parallel_work: float,
-) -> int:
-    """Overwrite ``in_backprop`` [N, H, W, C] with the depthwise input gradient; return the scratch bytes used.
-
-    Type codes: 0 float16, 1 bfloat16, 2 float32, 3 float64; ``isa``: an index
-    of ``convviz._openmp_info.ISA_NAMES``; ``f64``: compute in float64.
-    """
+# (out_backprop, filter) -> input gradient [N, H, W, C]
+depthwise_input_grad: WindowKernel
