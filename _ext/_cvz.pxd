@@ -39,6 +39,12 @@ cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:
         out[d] = cnp.PyArray_STRIDES(array)[d] // itemsize
 
 
+cdef inline void* array_data(cnp.ndarray array, idx* strides) noexcept:
+    """NumPy's data pointer of ``array``; its 4 strides in elements go into ``strides``."""
+    element_strides(array, strides)
+    return cnp.PyArray_DATA(array)
+
+
 cdef inline void conv_dims(ConvDims* d, cnp.ndarray inputs, cnp.ndarray outputs, idx kernel_h, idx kernel_w,
                            idx cin_g, idx groups, idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top,
                            idx pad_left) noexcept:

@@ -21,39 +21,13 @@ most recent value (the benchmark counts it as memory beyond the output).
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (element_strides, free_aligned, idx, record_scratch, recorded_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport (array_data, free_aligned, idx, record_scratch, recorded_scratch, run_units, scratch_alloc,
+                   threads_for)
+from depthwise_filter_grad cimport (DepthwiseFilterGradArgs, depthwise_filter_grad_prepare,
+                                    depthwise_filter_grad_block, depthwise_filter_grad_merge)
 
 cnp.import_array()
 
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "depthwise_filter_grad.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef struct DepthwiseFilterGradArgs:
-        idx N, H, W, C, M, OH, OW, KH, KW
-        idx sh, sw, dh, dw, pt, pl
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* out
-        int out_type
-        idx n_blocks
-        const idx* ow_first
-        const idx* ow_last
-        idx V, cm, cm_pad, scratch_elems
-        int direct
-        void* partial
-
-    void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64)
-    void depthwise_filter_grad_block(const void* args, int isa, int f64, idx block, void* scratch)
-    void depthwise_filter_grad_merge(const void* args, int isa, int f64, idx tap, void* scratch)
 
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
@@ -86,12 +60,8 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     a.OH = out_backprop.shape[1]
     a.OW = out_backprop.shape[2]
     a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
-    a.x = cnp.PyArray_DATA(input)
-    a.x_type = x_type
-    element_strides(input, a.x_s)
-    a.dy = cnp.PyArray_DATA(out_backprop)
-    a.dy_type = dy_type
-    element_strides(out_backprop, a.dy_s)
+    a.x, a.x_type = array_data(input, a.x_s), x_type
+    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
     a.out = cnp.PyArray_DATA(filter_grad)
     a.out_type = out_type
     a.n_blocks = n_blocks

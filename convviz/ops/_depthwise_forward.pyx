@@ -19,35 +19,12 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, threads_for)
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
+from depthwise_forward cimport (DepthwiseForwardArgs, depthwise_forward_prepare, depthwise_forward_pack,
+                                depthwise_forward_row)
 
 cnp.import_array()
-
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "depthwise_forward.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass DepthwiseForwardArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
-        idx V, cm_pad, ow_lo, ow_hi, scratch_elems
-        int x_direct, y_direct
-        void* packed
-
-    void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64)
-    void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64)
-    void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch)
 
 
 def last_scratch_bytes():
@@ -68,15 +45,9 @@ def depthwise_forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_t
     cdef DepthwiseForwardArgs a
     conv_dims(&a, input, output, filter.shape[0], filter.shape[1], 1, filter.shape[2],
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = cnp.PyArray_DATA(input)
-    a.x_type = x_type
-    element_strides(input, a.x_s)
-    a.w = cnp.PyArray_DATA(filter)
-    a.w_type = w_type
-    element_strides(filter, a.w_s)
-    a.y = cnp.PyArray_DATA(output)
-    a.y_type = y_type
-    element_strides(output, a.y_s)
+    a.x, a.x_type = array_data(input, a.x_s), x_type
+    a.w, a.w_type = array_data(filter, a.w_s), w_type
+    a.y, a.y_type = array_data(output, a.y_s), y_type
     a.packed = NULL
     depthwise_forward_prepare(&a, isa, f64)
 

@@ -19,35 +19,12 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, threads_for)
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
+from depthwise_input_grad cimport (DepthwiseInputGradArgs, depthwise_input_grad_prepare, depthwise_input_grad_pack,
+                                   depthwise_input_grad_row)
 
 cnp.import_array()
-
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "depthwise_input_grad.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass DepthwiseInputGradArgs(ConvDims):
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* dx
-        int dx_type
-        idx dx_s[4]
-        idx V, c_pad, scratch_elems, packed_elems
-        int dy_direct, dx_direct
-        void* packed
-
-    void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64)
-    void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64)
-    void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch)
 
 
 def last_scratch_bytes():
@@ -68,15 +45,9 @@ def depthwise_input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filt
     cdef DepthwiseInputGradArgs a
     conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], 1, filter.shape[2],
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.dy = cnp.PyArray_DATA(out_backprop)
-    a.dy_type = dy_type
-    element_strides(out_backprop, a.dy_s)
-    a.w = cnp.PyArray_DATA(filter)
-    a.w_type = w_type
-    element_strides(filter, a.w_s)
-    a.dx = cnp.PyArray_DATA(in_backprop)
-    a.dx_type = dx_type
-    element_strides(in_backprop, a.dx_s)
+    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
+    a.w, a.w_type = array_data(filter, a.w_s), w_type
+    a.dx, a.dx_type = array_data(in_backprop, a.dx_s), dx_type
     a.packed = NULL
     depthwise_input_grad_prepare(&a, isa, f64)
 

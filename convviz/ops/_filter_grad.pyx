@@ -20,64 +20,17 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 
 cimport numpy as cnp
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
+                                     conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
+                                     conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
+from conv2d_filter_grad cimport Conv2dFilterGradArgs, conv2d_filter_grad_prepare, conv2d_filter_grad_unit
 
 cnp.import_array()
 
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "conv2d_filter_grad.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass Conv2dFilterGradArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* out
-        int out_type
-        idx out_s[4]
-        const idx* ow_first
-        const idx* ow_last
-        idx n_units
-        idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems
-        void* acc
-
-    void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64)
-    void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch)
-
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "conv2d_amx_filter_grad.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass Conv2dAmxFilterGradArgs(ConvDims):
-        const void* x
-        idx x_s[4]
-        const void* dy
-        idx dy_s[4]
-        void* out
-        int out_type
-        idx out_s[4]
-        idx x_row_elems, dy_row_elems, chunks, blocks, stage_units, scratch_bytes
-        void* x_staged
-        void* dy_staged
-        float* partial
-        unsigned char* least_exponent
-
-    int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a)
-    void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch)
-    int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a)
-    void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch)
-    void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch)
 
 
 cdef bint _ran_on_amx = False
@@ -103,13 +56,9 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     cdef Conv2dAmxFilterGradArgs a
     conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = cnp.PyArray_DATA(input)
-    element_strides(input, a.x_s)
-    a.dy = cnp.PyArray_DATA(out_backprop)
-    element_strides(out_backprop, a.dy_s)
-    a.out = cnp.PyArray_DATA(filter_grad)
-    a.out_type = out_type
-    element_strides(filter_grad, a.out_s)
+    a.x = array_data(input, a.x_s)
+    a.dy = array_data(out_backprop, a.dy_s)
+    a.out, a.out_type = array_data(filter_grad, a.out_s), out_type
     a.x_staged = NULL
     a.dy_staged = NULL
     a.partial = NULL
@@ -167,15 +116,9 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     cdef Conv2dFilterGradArgs a
     conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = cnp.PyArray_DATA(input)
-    a.x_type = x_type
-    element_strides(input, a.x_s)
-    a.dy = cnp.PyArray_DATA(out_backprop)
-    a.dy_type = dy_type
-    element_strides(out_backprop, a.dy_s)
-    a.out = cnp.PyArray_DATA(filter_grad)
-    a.out_type = out_type
-    element_strides(filter_grad, a.out_s)
+    a.x, a.x_type = array_data(input, a.x_s), x_type
+    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
+    a.out, a.out_type = array_data(filter_grad, a.out_s), out_type
     a.acc = NULL
     conv2d_filter_grad_prepare(&a, isa, f64)
 

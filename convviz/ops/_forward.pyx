@@ -25,78 +25,17 @@ cimport numpy as cnp
 from libc.stdlib cimport calloc, free
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from conv2d_forward cimport (Conv2dForwardArgs, conv2d_forward_prepare, conv2d_forward_pack, conv2d_forward_row,
+                             conv2d_forward_block, conv2d_forward_row_chunks, conv2d_forward_stage)
+from conv2d_amx cimport (Conv2dAmxArgs, amx_bf16_usable, amx_bf16_unusable_reason, conv2d_amx_prepare,
+                         conv2d_amx_exact, Conv2dAmxBatch, conv2d_amx_batch_stage, conv2d_amx_batch_block)
 
 cnp.import_array()
 
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "conv2d_forward.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass Conv2dForwardArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
-        idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems
-        idx packed_elems, b_pitch
-        int direct, exact_edges
-        void* packed
-        idx blocks_per_group
-        int by_block
-        idx row_chunks
-        idx staged_elems
-        void* staged
-
-    void conv2d_forward_prepare(Conv2dForwardArgs* a, int isa, int f64)
-    void conv2d_forward_pack(Conv2dForwardArgs* a, int isa, int f64)
-    void conv2d_forward_row(const void* args, int isa, int f64, idx row, void* scratch)
-    void conv2d_forward_block(const void* args, int isa, int f64, idx unit, void* scratch)
-    idx conv2d_forward_row_chunks(const Conv2dForwardArgs* a, int threads)
-    void conv2d_forward_stage(const void* args, int isa, int f64, idx row, void* scratch)
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx.cpp).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "conv2d_amx.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass Conv2dAmxArgs(ConvDims):
-        const void* x
-        idx x_s[4]
-        const void* w
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
-        idx staged_elems, packed_elems, stage_units, units, scratch_bytes
-        void* staged
-        void* packed
-        unsigned char* least_exponent
-
-    bint amx_bf16_usable()
-    const char* amx_bf16_unusable_reason()
-    int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads)
-    void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch)
-    int conv2d_amx_exact(const Conv2dAmxArgs* a)
-    void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch)
-    cdef struct Conv2dAmxBatch:
-        const Conv2dAmxArgs* calls
-        idx count
-        const idx* first_stage
-        const idx* first_unit
-    void conv2d_amx_batch_stage(const void* batch, int isa, int f64, idx unit, void* scratch)
-    void conv2d_amx_batch_block(const void* batch, int isa, int f64, idx unit, void* scratch)
 
 
 def amx_usable():
@@ -147,15 +86,9 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     cdef Conv2dForwardArgs a
     conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = cnp.PyArray_DATA(input)
-    a.x_type = x_type
-    element_strides(input, a.x_s)
-    a.w = cnp.PyArray_DATA(filter)
-    a.w_type = w_type
-    element_strides(filter, a.w_s)
-    a.y = cnp.PyArray_DATA(output)
-    a.y_type = y_type
-    element_strides(output, a.y_s)
+    a.x, a.x_type = array_data(input, a.x_s), x_type
+    a.w, a.w_type = array_data(filter, a.w_s), w_type
+    a.y, a.y_type = array_data(output, a.y_s), y_type
     a.packed = NULL
     a.staged = NULL
     conv2d_forward_prepare(&a, isa, f64)
@@ -238,13 +171,9 @@ cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_p
             sh, sw, dh, dw, pt, pl, groups = window
             conv_dims(&args[c], input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
                       sh, sw, dh, dw, pt, pl)
-            args[c].x = cnp.PyArray_DATA(input)
-            element_strides(input, args[c].x_s)
-            args[c].w = cnp.PyArray_DATA(filter)
-            element_strides(filter, args[c].w_s)
-            args[c].y = cnp.PyArray_DATA(output)
-            args[c].y_type = y_type
-            element_strides(output, args[c].y_s)
+            args[c].x = array_data(input, args[c].x_s)
+            args[c].w = array_data(filter, args[c].w_s)
+            args[c].y, args[c].y_type = array_data(output, args[c].y_s), y_type
             work += 2.0 * args[c].N * args[c].OH * args[c].OW * args[c].Cout * args[c].KH * args[c].KW * args[c].cin_g
             rows += args[c].N * args[c].OH
         threads = threads_for(work, min_parallel_work, n_threads, rows)

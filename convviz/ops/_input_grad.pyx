@@ -24,38 +24,13 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (ConvDims, conv_dims, element_strides, free_aligned, idx, record_scratch, recorded_scratch,
-                   run_units, scratch_alloc, threads_for)
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+                   scratch_alloc, threads_for)
+from conv2d_input_grad cimport (Conv2dInputGradArgs, conv2d_input_grad_prepare, conv2d_input_grad_pack,
+                                conv2d_input_grad_row)
 
 cnp.import_array()
 
-# The interface part of the op's one C++ file (its argument struct and entry points).
-cdef extern from * namespace "cvz" nogil:
-    """
-    #define CVZ_INTERFACE_ONLY
-    #include "conv2d_input_grad.cpp"
-    #undef CVZ_INTERFACE_ONLY
-    """
-    cdef cppclass Conv2dInputGradArgs(ConvDims):
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* dx
-        int dx_type
-        idx dx_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        idx V, cin_g_pad, ow_lo, ow_span, scratch_elems
-        int direct, dy_direct, exact_edges
-        void* packed
-        int dot
-        idx K2, packed_bytes
-        int w_exp
-
-    void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
-    void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
-    void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch)
 
 def last_scratch_bytes():
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
@@ -90,15 +65,9 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
     cdef Conv2dInputGradArgs a
     conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], filter.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.dy = cnp.PyArray_DATA(out_backprop)
-    a.dy_type = dy_type
-    element_strides(out_backprop, a.dy_s)
-    a.dx = cnp.PyArray_DATA(in_backprop)
-    a.dx_type = dx_type
-    element_strides(in_backprop, a.dx_s)
-    a.w = cnp.PyArray_DATA(filter)
-    a.w_type = w_type
-    element_strides(filter, a.w_s)
+    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
+    a.dx, a.dx_type = array_data(in_backprop, a.dx_s), dx_type
+    a.w, a.w_type = array_data(filter, a.w_s), w_type
     a.packed = NULL
     a.dot = dot
     a.w_exp = 0

@@ -1,0 +1,29 @@
+# The C++ interface of _ext/conv2d_amx_filter_grad.cpp (its argument struct and entry points), for the
+# Cython module that links it: the interface part of that one file, included alone.
+from _cvz cimport ConvDims, idx
+
+cdef extern from * namespace "cvz" nogil:
+    """
+    #define CVZ_INTERFACE_ONLY
+    #include "conv2d_amx_filter_grad.cpp"
+    #undef CVZ_INTERFACE_ONLY
+    """
+    cdef cppclass Conv2dAmxFilterGradArgs(ConvDims):
+        const void* x
+        idx x_s[4]
+        const void* dy
+        idx dy_s[4]
+        void* out
+        int out_type
+        idx out_s[4]
+        idx x_row_elems, dy_row_elems, chunks, blocks, stage_units, scratch_bytes
+        void* x_staged
+        void* dy_staged
+        float* partial
+        unsigned char* least_exponent
+
+    int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a)
+    void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch)
+    int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a)
+    void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch)
+    void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch)
