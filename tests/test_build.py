@@ -212,7 +212,7 @@ def test_kernels_return_their_scratch_bytes_per_call_and_thread():
 
     import numpy as np
 
-    from convviz.ops import _depthwise_filter_grad, _input_grad
+    from convviz.ops import _depthwise_filter_grad, _forward, _input_grad
 
     def input_grad(out_channels):  # scratch grows with the packed filter and dy's pixel pitch
         dy = np.ones((1, 4, 8, out_channels), np.float32)
@@ -246,9 +246,9 @@ def test_kernels_return_their_scratch_bytes_per_call_and_thread():
 
     ints = np.ones((1, 4, 8, 8), np.uint32)
     col_ranges = np.array([[1, 8], [0, 8], [0, 7]], dtype=np.intp)
-    assert _input_grad.input_grad_int32(ints, np.ones((3, 3, 8, 8), np.uint32), np.empty_like(ints), col_ranges,
-                                        1, 1, 1, 1, 1, 1, 1, 2, 1e12) == 0
-    assert _input_grad.last_scratch_bytes() == 0
+    assert _forward.forward_int32(ints, np.ones((3, 3, 8, 8), np.uint32), np.empty_like(ints), col_ranges,
+                                  1, 1, 1, 1, 1, 1, 1, 2, 1e12) == 0
+    assert _forward.last_scratch_bytes() == 0
 
     x = np.ones((1, 6, 9, 4), np.float32)
     used = _depthwise_filter_grad.depthwise_filter_grad(

@@ -12,9 +12,8 @@ written by exactly one thread, and each element sums its terms in one fixed
 order (taps, then output channels), so results are bitwise identical for any
 thread count.  Half types are read into float32 and rounded once at the end.
 
-``input_grad_int32`` computes int32 data as ``unsigned int``: two's-complement
-multiply-add modulo 2**32 is exactly TensorFlow's wrapping int32 arithmetic,
-without signed-overflow undefined behaviour.
+(int32 runs on the forward pass's ``forward_int32``, once per stride phase: see
+``convviz.ops.input_grad``.)
 
 Each kernel function returns the bytes of scratch memory it allocated (packed
 filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
@@ -22,7 +21,6 @@ thread's most recent value (the benchmark counts it as memory beyond the output)
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange, threadid
 
 from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
                    scratch_alloc, threads_for)
@@ -91,90 +89,3 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
         free_aligned(a.packed)
     record_scratch(used)
     return used
-
-
-# ---------------------------------------------------------------- int32
-cdef inline void _int_row(
-    const unsigned int[:, :, :, :] out_backprop,
-    const unsigned int[:, :, :, ::1] filter_t,
-    unsigned int[:, :, :, :] in_backprop,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t n, Py_ssize_t ih,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-    Py_ssize_t groups,
-) noexcept nogil:
-    cdef Py_ssize_t width = in_backprop.shape[2]
-    cdef Py_ssize_t in_channels = in_backprop.shape[3]
-    cdef Py_ssize_t out_h = out_backprop.shape[1]
-    cdef Py_ssize_t out_channels = out_backprop.shape[3]
-    cdef Py_ssize_t kernel_h = filter_t.shape[0]
-    cdef Py_ssize_t kernel_w = filter_t.shape[1]
-    cdef Py_ssize_t in_per_group = filter_t.shape[3]
-    cdef Py_ssize_t out_per_group = out_channels // groups
-    cdef Py_ssize_t iw, ci, kh, kw, t, oh, ow, iw_offset, g, co, co_abs, ci_base
-    cdef unsigned int value
-
-    for iw in range(width):
-        for ci in range(in_channels):
-            in_backprop[n, ih, iw, ci] = 0
-    for kh in range(kernel_h):
-        # Output row oh reads input row oh*stride - pad + kh*dilation; invert it.
-        t = ih + pad_top - kh * dil_h
-        if t < 0 or t % stride_h != 0:
-            continue
-        oh = t // stride_h
-        if oh >= out_h:
-            continue
-        for kw in range(kernel_w):
-            iw_offset = kw * dil_w - pad_left
-            # col_ranges[kw] holds exactly the outputs whose input column is real.
-            for ow in range(col_ranges[kw, 0], col_ranges[kw, 1]):
-                iw = ow * stride_w + iw_offset
-                for g in range(groups):
-                    ci_base = g * in_per_group
-                    for co in range(out_per_group):
-                        co_abs = g * out_per_group + co
-                        value = out_backprop[n, oh, ow, co_abs]
-                        for ci in range(in_per_group):
-                            in_backprop[n, ih, iw, ci_base + ci] += value * filter_t[kh, kw, co_abs, ci]
-
-
-def input_grad_int32(
-    const unsigned int[:, :, :, :] out_backprop,
-    const unsigned int[:, :, :, ::1] filter_t,
-    unsigned int[:, :, :, :] in_backprop,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-    Py_ssize_t groups,
-    int n_threads,
-    double min_parallel_work=0.0,
-):
-    """Overwrite ``in_backprop`` (int32 data viewed as uint32) with the input gradient; return 0.
-
-    ``filter_t`` is the filter transposed to [KH, KW, C_out, C_in / groups];
-    ``col_ranges[kw]`` is the half-open range of output columns whose input
-    column through tap ``kw`` is real (``AxisGeometry.output_range``).  Below
-    ``min_parallel_work`` multiply-adds (times 2) the call runs on one thread.
-    It allocates no scratch: the return value (and ``last_scratch_bytes()``) is 0.
-    """
-    cdef Py_ssize_t height = in_backprop.shape[1]
-    cdef Py_ssize_t rows = in_backprop.shape[0] * height
-    cdef double work = (2.0 * in_backprop.shape[0] * out_backprop.shape[1] * out_backprop.shape[2]
-                        * out_backprop.shape[3] * filter_t.shape[0] * filter_t.shape[1] * filter_t.shape[3])
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
-    cdef Py_ssize_t row
-    with nogil:
-        if threads == 1:
-            for row in range(rows):
-                _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
-                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
-        else:
-            for row in prange(rows, num_threads=threads, schedule="static"):
-                _int_row(out_backprop, filter_t, in_backprop, col_ranges, row // height, row % height,
-                         stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups)
-    record_scratch(0)
-    return 0

@@ -29,9 +29,9 @@ __all__ = ["conv2d_backprop_input"]
 
 # Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
 _kernel = kernel.input_grad
-_kernel_int32 = kernel.input_grad_int32
 _forward_kernel = forward_kernel.forward
 _forward_amx = forward_kernel.forward_amx
+_forward_int32 = forward_kernel.forward_int32
 _record_scratch = kernel.record_scratch_bytes
 
 
@@ -121,24 +121,46 @@ class Route:
     on_forward: bool
     phases: list[PhaseConvolution]  # (filled where the forward kernel may run)
     zeros: list[tuple[slice, slice]]
+    column_ranges: list[np.ndarray]  # int32: each phase's columns per tap, as forward_int32 takes them
+
+
+def _phase_column_ranges(g: ConvGeometry, phases: list[PhaseConvolution]) -> list[np.ndarray]:
+    """Per phase convolution, per tap of its filter, the half-open range of its output
+    columns (input-gradient cells) whose column of the output gradient is real."""
+    ranges = []
+    for _, cols, _, dy_cols, _, taps_w, window in phases:
+        width, dy_width = len(range(g.input_hw[1])[cols]), len(range(g.output_hw[1])[dy_cols])
+        dilation, pad = window[3], window[5]
+        table = np.empty((len(range(g.kernel_hw[1])[taps_w]), 2), dtype=np.intp)
+        for tap in range(len(table)):
+            first = max(0, pad - tap * dilation)
+            table[tap] = first, max(first, min(width, dy_width + pad - tap * dilation))
+        ranges.append(table)
+    return ranges
 
 
 def prepare(call: Call, fast: bool) -> Route:
     """The route of this call's signature (see :class:`Route`)."""
     g, dtype = call.geometry, call.dtype
-    on_forward = dtype != np.int32 and _on_forward_kernel(g, 8 if dtype == np.float64 else 4)
-    # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call).
-    phases, zeros = _phase_convolutions(g) if on_forward or dtype == v.BFLOAT16 else ([], [])
-    return Route(fast, on_forward, phases, zeros)
+    int32 = dtype == np.int32
+    on_forward = not int32 and _on_forward_kernel(g, 8 if dtype == np.float64 else 4)
+    # bfloat16 runs on the forward kernel wherever AMX tiles do (cpu.amx_in_use, asked per call), and
+    # int32 always: wrapping sums are the same in any order, and the phases need no int32 kernel of their own.
+    phases, zeros = _phase_convolutions(g) if on_forward or int32 or dtype == v.BFLOAT16 else ([], [])
+    return Route(fast, on_forward, phases, zeros, _phase_column_ranges(g, phases) if int32 else [])
 
 
 def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray, n_threads: int) -> None:
     """The kernel call: the input-row kernel, or the forward kernel per stride phase (:class:`Route`)."""
-    if plan.int32:
-        _kernel_int32(dy, np.ascontiguousarray(filt.transpose(0, 1, 3, 2)), dx, plan.col_ranges, *plan.ints,
-                      n_threads, cpu.MIN_PARALLEL_WORK)
-        return
     route: Route = plan.extra
+    if plan.int32:  # the forward pass's int32 kernel, once per stride phase
+        w = _transposed_filter(filt, plan.ints[-1])
+        if route.zeros:
+            dx.fill(0)
+        for (rows, cols, dy_rows, dy_cols, taps_h, taps_w, window), ranges in zip(route.phases, route.column_ranges):
+            _forward_int32(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], ranges, *window, n_threads,
+                           cpu.MIN_PARALLEL_WORK)
+        return
     code = plan.code
     # AMX tiles multiply bfloat16 exactly and sum in float32 (the default
     # precision's contract) faster than the dot product of precision="fast".
