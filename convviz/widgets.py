@@ -30,7 +30,7 @@ from IPython.display import clear_output, display
 
 from .viz import _style as style
 from .viz import views
-from .viz.setup import Setup
+from .viz.scene import Setup
 
 __all__ = ["Explorer", "explore"]
 

@@ -419,3 +419,12 @@ def test_to_html_shows_an_animation_in_a_notebook_offline():
     # matplotlib's own notebook HTML is what this replaces: it links a CDN
     other = viz.animate_input_gradient(viz.Setup(input_hw=4, kernel_hw=2, strides=2))
     assert viz.checks.network_references(other.to_jshtml())
+
+
+def test_the_old_module_name_of_the_scene_still_imports_with_a_warning():
+    """``convviz.viz.setup`` (it shared the build script's name) is now ``convviz.viz.scene``."""
+    from convviz.viz.scene import Setup as new
+
+    with pytest.warns(DeprecationWarning, match=r"convviz\.viz\.scene"):
+        from convviz.viz.setup import Setup as old
+    assert old is new

@@ -30,13 +30,16 @@ Examples
 []
 """
 
+import sys
+import types
+import warnings
 from typing import Any
 
-from . import checks
+from . import checks, scene
 from ._save import save, to_html
 from ._style import THEMES, Theme, current as current_theme, theme_context, use_theme
 from .animate import animate_depthwise_filter_gradient, animate_input_gradient
-from .setup import Setup, warn_renamed
+from .scene import Setup, warn_renamed
 from .views import card, coverage, depthwise, scatter, scatter_vs_gather
 
 __all__ = ["THEMES", "Setup", "Theme", "animate_depthwise_filter_gradient", "animate_input_gradient", "card",
@@ -47,7 +50,24 @@ __all__ = ["THEMES", "Setup", "Theme", "animate_depthwise_filter_gradient", "ani
 _RENAMED = {"animate_filter_gradient": "animate_depthwise_filter_gradient"}
 
 
+class _RenamedModule(types.ModuleType):
+    """``convviz.viz.setup``, the old name of :mod:`convviz.viz.scene` (it shared the build
+    script's name): each name read from it warns once per use and comes from the new module."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # tools that walk sys.modules ask for __file__ and the like
+            raise AttributeError(name)
+        warnings.warn("convviz.viz.setup is deprecated, use convviz.viz.scene (the old name was the build "
+                      "script's)", DeprecationWarning, stacklevel=2)
+        return getattr(scene, name)
+
+
+sys.modules[f"{__name__}.setup"] = _RenamedModule(f"{__name__}.setup", "Deprecated: use convviz.viz.scene.")
+
+
 def __getattr__(name: str) -> Any:
+    if name == "setup":
+        return sys.modules[f"{__name__}.setup"]
     if name in _RENAMED:
         new = _RENAMED[name]
         warn_renamed(f"convviz.viz.{name}", f"convviz.viz.{new}", stacklevel=3)

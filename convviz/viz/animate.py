@@ -16,10 +16,10 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
+from . import _kit as kit
 from . import _style as style
-from .setup import Setup, warn_renamed
-from .views import (_depthwise_numbers, _depthwise_subtitle, _figure, _labels, _lattice_handles, _lattice_marks,
-                    _legend, _padded_canvas, _padded_width, _padding_patch, _titles)
+from .scene import Setup, warn_renamed
+from .views import _depthwise_numbers, _depthwise_subtitle, _lattice_handles, _lattice_marks
 
 __all__ = ["animate_depthwise_filter_gradient", "animate_input_gradient"]
 
@@ -99,13 +99,13 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     touched = np.logical_or.accumulate(np.stack(reached), axis=0)
     dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
     h, w = g.input_hw
-    padded = _padded_width(g)
-    fig, (ax_dy, ax_dx) = _figure([g.output_hw[1], padded[1]], max(padded[0], g.output_hw[0]), colorbars=1,
+    padded = kit.padded_width(g)
+    fig, (ax_dy, ax_dx) = kit.figure([g.output_hw[1], padded[1]], max(padded[0], g.output_hw[0]), colorbars=1,
                                   legend=True)
     style.draw_grid(ax_dy, dy, theme.signed_cmap, style.signed_norm(dy))  # its own scale: never washed out
-    _labels(ax_dy, "dL/dy", "output")
+    kit.labels(ax_dy, "dL/dy", "output")
     marker = style.outline(ax_dy, 0, 0, 1, 1, color=theme.selected)
-    _padded_canvas(ax_dx, g)
+    kit.padded_canvas(ax_dx, g)
     norm = style.signed_norm(running)
     image = style.draw_grid(ax_dx, np.zeros((h, w)), theme.signed_cmap, norm, annotate=False)
     texts = _number_grid(ax_dx, h, w) if h * w <= style.MAX_ANNOTATED_CELLS else []
@@ -118,9 +118,9 @@ def animate_input_gradient(setup: Setup, *, batch: int = 0, in_channel: int = 0,
     handles: list[Artist] = [Line2D([], [], color=theme.window, linestyle=theme.window_style,
                                     linewidth=theme.outline_width, label="window of the current dL/dy cell")]
     if any(g.pads):
-        handles.append(_padding_patch())
-    _legend(fig, ax_dx, handles, own_figure=True)
-    _titles(fig, "Input gradient, one dL/dy cell at a time", setup.describe())
+        handles.append(kit.padding_patch())
+    kit.legend(fig, ax_dx, handles, own_figure=True)
+    kit.titles(fig, "Input gradient, one dL/dy cell at a time", setup.describe())
     n_cells = len(contributions)
 
     def draw(frame: int):
@@ -173,22 +173,22 @@ def animate_depthwise_filter_gradient(setup: Setup, *, batch: int = 0, channel: 
     h, w = g.input_hw
     kh_n, kw_n = g.kernel_hw
     oh_n, ow_n = g.output_hw
-    padded = _padded_width(g)
-    fig, (ax_x, ax_p, ax_w) = _figure([padded[1], ow_n, kw_n], max(padded[0], oh_n), legend=True)
-    _padded_canvas(ax_x, g, label_pads=False)
+    padded = kit.padded_width(g)
+    fig, (ax_x, ax_p, ax_w) = kit.figure([padded[1], ow_n, kw_n], max(padded[0], oh_n), legend=True)
+    kit.padded_canvas(ax_x, g, label_pads=False)
     style.draw_grid(ax_x, x, theme.quiet_cmap, style.quiet_norm(x))
-    _labels(ax_x, f"x, channel {channel}", "input")
+    kit.labels(ax_x, f"x, channel {channel}", "input")
     lattice = _lattice_marks(ax_x, numbers[0]["rows"], numbers[0]["cols"], np.ones((oh_n, ow_n), dtype=bool))
     p_image = style.draw_grid(ax_p, products[0], theme.signed_cmap, style.signed_norm(products), annotate=False)
     p_texts = _number_grid(ax_p, oh_n, ow_n) if oh_n * ow_n <= style.MAX_ANNOTATED_CELLS else []
-    _labels(ax_p, " ", "output")
+    kit.labels(ax_p, " ", "output")
     w_norm = style.signed_norm(dw)
     w_image = style.draw_grid(ax_w, np.ma.masked_all(dw.shape), theme.signed_cmap, w_norm, annotate=False)
     w_texts = _number_grid(ax_w, kh_n, kw_n)
-    _labels(ax_w, "dW so far", "tap")
+    kit.labels(ax_w, "dW so far", "tap")
     tap_box = style.outline(ax_w, 0, 0, 1, 1, color=theme.selected)
-    _legend(fig, ax_x, _lattice_handles(in_padding=not all(d["valid"].all() for d in numbers)), own_figure=True)
-    _titles(fig, "Depthwise filter gradient, tap by tap", _depthwise_subtitle(setup, channel, multiplier))
+    kit.legend(fig, ax_x, _lattice_handles(in_padding=not all(d["valid"].all() for d in numbers)), own_figure=True)
+    kit.titles(fig, "Depthwise filter gradient, tap by tap", _depthwise_subtitle(setup, channel, multiplier))
     n_taps = len(taps)
 
     def draw(frame: int):

@@ -20,12 +20,13 @@ from matplotlib.patches import Patch, Rectangle
 
 # No matplotlib.use(): savefig and the animation writers pick their canvas by file
 # format, so the gallery draws on any backend and never switches a notebook's.
+from . import _kit as kit
 from . import _style as style
 from ._render import settle
 from ._save import save
 from .animate import animate_depthwise_filter_gradient, animate_input_gradient
-from .setup import Setup
-from .views import _labels, _padded_canvas, _size, card, coverage, depthwise, scatter, scatter_vs_gather
+from .scene import Setup
+from .views import card, coverage, depthwise, scatter, scatter_vs_gather
 
 __all__ = ["ENTRIES", "Entry", "build", "layouts", "select"]
 
@@ -40,10 +41,10 @@ def layouts(setup: Setup, slots: int = 12) -> Figure:
     plane = nhwc.plane(a, 0, 0)
     h, w = plane.shape
     fig, (ax_plane, ax_memory) = plt.subplots(1, 2, layout="constrained", width_ratios=[w + 2, slots + 2],
-                                              figsize=_size([w + 2, slots + 2], h + 2, legend=True))
-    _padded_canvas(ax_plane, nhwc.geometry, label_pads=False)
+                                              figsize=kit.size([w + 2, slots + 2], h + 2, legend=True))
+    kit.padded_canvas(ax_plane, nhwc.geometry, label_pads=False)
     style.draw_grid(ax_plane, plane, theme.signed_cmap, style.signed_norm(plane))
-    _labels(ax_plane, "dL/dx, channel 0", "input")
+    kit.labels(ax_plane, "dL/dx, channel 0", "input")
     tints = ["#d6eaf8", "#fbe3c0"]  # channel 0, channel 1: light, so black numbers read on both
     for row, (name, array) in enumerate((("NHWC", a), ("NCHW", b))):
         flat = array.ravel()[:slots]

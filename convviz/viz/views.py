@@ -7,8 +7,6 @@ matplotlib Figure (or draws on the Axes it is given).
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Sequence
 from math import gcd
 from typing import Any
 
@@ -23,101 +21,11 @@ from matplotlib.patches import Patch, Rectangle
 
 from .. import ops
 from ..geometry import AxisGeometry, ConvGeometry
+from . import _kit as kit
 from . import _style as style
-from ._render import settle
-from .setup import Setup
+from .scene import Setup
 
 __all__ = ["card", "coverage", "depthwise", "gather_steps", "scatter", "scatter_vs_gather"]
-
-
-def _size(widths: list[float], rows: float, colorbars: int = 0, legend: bool = False,
-          min_width: float = 0.0) -> tuple[float, float]:
-    """Figure size (inches) for panels ``widths`` cells wide and ``rows`` cells high, at the theme's cell size."""
-    theme = style.current()
-    cell = theme.cell_inch
-    tick_room = 4.2 * theme.label_pt / 72  # tick labels and the axis label beside each panel
-    width = sum(w * cell + tick_room for w in widths) + colorbars * 8.5 * theme.label_pt / 72 + 0.3
-    height = rows * cell + 4.6 * theme.label_pt / 72 + 2.6 * theme.suptitle_pt / 72
-    if legend:
-        height += 2.8 * theme.label_pt / 72
-    return max(width, min_width), height
-
-
-def _figure(widths: list[float], rows: float, colorbars: int = 0, legend: bool = False,
-            min_width: float = 0.0) -> tuple[Figure, list[Axes]]:
-    """A row of panels whose widths follow their grids' widths."""
-    fig, axes = plt.subplots(1, len(widths), figsize=_size(widths, rows, colorbars, legend, min_width),
-                             layout="constrained", squeeze=False, width_ratios=widths)
-    return fig, list(axes[0])
-
-
-def _titles(fig: Figure, title: str, subtitle: str = "") -> None:
-    """One short title, the parameters on a second line (wrapped to the figure's width)."""
-    theme = style.current()
-    text = title
-    if subtitle:
-        text += "\n" + _wrap(subtitle, fig.get_figwidth(), theme.suptitle_pt)
-    fig.suptitle(text, fontsize=theme.suptitle_pt)
-    # Constrained layout converges over several draws: make the first draw the user
-    # sees (inline backends draw once) the settled one, which later saves keep.
-    settle(fig)
-
-
-def _wrap(text: str, width_inch: float, points: float) -> str:
-    """Wrap each line of ``text`` to about the number of characters that fit ``width_inch`` at ``points``."""
-    chars = max(20, int(width_inch * 72 / (0.6 * points)))
-    return "\n".join("\n".join(textwrap.wrap(line, chars)) for line in text.splitlines())
-
-
-def _width_inch(fig: Figure | SubFigure) -> float:
-    """The width of a figure, or of a subfigure (which has no ``get_figwidth``), in inches."""
-    return fig.get_figwidth() if isinstance(fig, Figure) else fig.bbox.width / fig.dpi
-
-
-def _legend(fig: Figure | SubFigure, ax: Axes, handles: Sequence[Artist], own_figure: bool,
-            title: str | None = None) -> None:
-    """A legend below the plot (never over it): the figure's when it is ours, else the Axes'."""
-    if not handles and not title:
-        return
-    theme = style.current()
-    ncols = max(1, min(len(handles), 3))
-    if title:  # wrapped to the figure's width: a legend never leaves the canvas
-        title = _wrap(title, _width_inch(fig), theme.label_pt)
-    if own_figure:
-        fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, title=title,
-                   fontsize=theme.label_pt, title_fontsize=theme.label_pt)
-    else:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=ncols, frameon=False,
-                  title=title, fontsize=theme.label_pt, title_fontsize=theme.label_pt)
-
-
-def _padded_canvas(ax: Axes, g: ConvGeometry, label_pads: bool = True) -> None:
-    """Hatched padding around (never over) the real input, with each side's amount written on it."""
-    theme = style.current()
-    top, bottom, left, right = g.pads
-    h, w = g.input_hw
-    style.padding_frame(ax, g.input_hw, g.pads)
-    style.outline(ax, 0, 0, h, w, color="black", linewidth=theme.grid_width * 2.5)
-    ax.set_xlim(-left - 0.5, w + right - 0.5)
-    ax.set_ylim(h + bottom - 0.5, -top - 0.5)
-    if not label_pads or not any(g.pads):
-        return
-    cell_pt = theme.cell_inch * 72
-    across = (w + left + right) * cell_pt, h * cell_pt  # room for a horizontal / a rotated word
-    for amount, where, position, rotation in ((top, "top", ((w - 1) / 2, -top / 2 - 0.5), 0),
-                                              (bottom, "bottom", ((w - 1) / 2, h - 0.5 + bottom / 2), 0),
-                                              (left, "left", (-left / 2 - 0.5, (h - 1) / 2), 90),
-                                              (right, "right", (w - 0.5 + right / 2, (h - 1) / 2), 90)):
-        word = f"pad {where} {amount}"
-        if amount and across[bool(rotation)] > 0.62 * theme.label_pt * len(word):
-            ax.text(*position, word, rotation=rotation, fontsize=theme.label_pt, color=theme.padding_ink,
-                    ha="center", va="center", zorder=4)
-
-
-def _labels(ax: Axes, title: str, what: str) -> None:
-    ax.set_title(title)
-    ax.set_xlabel(f"{what} column".strip())
-    ax.set_ylabel(f"{what} row".strip())
 
 
 def _one_hot(setup: Setup, batch: int, cell: tuple[int, int], channel: int) -> tuple[np.ndarray, float]:
@@ -136,16 +44,6 @@ def _check_cell(cell: tuple[int, int], shape: tuple[int, int], what: str) -> tup
     if not (0 <= i < shape[0] and 0 <= j < shape[1]):
         raise ValueError(f"{what} {cell} is outside the {shape[0]}x{shape[1]} grid")
     return i, j
-
-
-def _padded_width(g: ConvGeometry) -> tuple[int, int]:
-    top, bottom, left, right = g.pads
-    return g.input_hw[0] + top + bottom, g.input_hw[1] + left + right
-
-
-def _padding_patch(label: str = "zero padding") -> Patch:
-    theme = style.current()
-    return Patch(facecolor=theme.padding_face, hatch="//", edgecolor=theme.padding_hatch, label=label)
 
 
 # ------------------------------------------------------------------------ scatter
@@ -201,15 +99,15 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     shown_value = style.fmt(value) if value >= 0 else f"({style.fmt(value)})"
     fig: Figure | SubFigure
     if ax is None:
-        padded = _padded_width(g)
-        fig, (ax_dy, ax_w, ax) = _figure([g.output_hw[1], g.kernel_hw[1], padded[1]],
+        padded = kit.padded_width(g)
+        fig, (ax_dy, ax_w, ax) = kit.figure([g.output_hw[1], g.kernel_hw[1], padded[1]],
                                          max(padded[0], g.output_hw[0]), colorbars=int(colorbar), legend=True)
         dy = setup.plane(setup.out_backprop(), batch, out_channel, "out_channel")
         style.draw_grid(ax_dy, dy, theme.signed_cmap, style.signed_norm(dy))
         style.outline(ax_dy, oh, ow, 1, 1, color=theme.selected)
-        _labels(ax_dy, f"dL/dy, cell ({oh}, {ow}) = {style.fmt(value)}", "output")
+        kit.labels(ax_dy, f"dL/dy, cell ({oh}, {ow}) = {style.fmt(value)}", "output")
         style.draw_grid(ax_w, weights, theme.signed_cmap, style.signed_norm(weights))
-        _labels(ax_w, "kernel W", "tap")
+        kit.labels(ax_w, "kernel W", "tap")
     else:
         fig = ax.figure
     h, w = g.input_hw
@@ -222,7 +120,7 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
                 dropped.append((i, j, weights[kh, kw] * value))
             else:
                 reached[i, j] = True
-    _padded_canvas(ax, g, label_pads=not dropped)
+    kit.padded_canvas(ax, g, label_pads=not dropped)
     norm = style.signed_norm(contribution, weights * value)
     image = style.draw_grid(ax, contribution, theme.signed_cmap, norm, mask=~reached,
                             annotate=h * w <= style.MAX_ANNOTATED_CELLS * 2)
@@ -232,18 +130,18 @@ def scatter(setup: Setup, out_cell: tuple[int, int] | None = None, *, batch: int
     window = g.input_cell((oh, ow), (0, 0))
     eff = g.effective_kernel_hw
     style.outline(ax, window[0], window[1], eff[0], eff[1], color=theme.window, linestyle=theme.window_style)
-    _labels(ax, f"W × {shown_value} added to dL/dx", "input")
+    kit.labels(ax, f"W × {shown_value} added to dL/dx", "input")
     handles: list[Artist] = [Line2D([], [], color=theme.window, linestyle=theme.window_style,
                                     linewidth=theme.outline_width, label=f"window, {eff[0]}x{eff[1]}")]
     if dropped:
-        handles.append(_padding_patch(f"padding: {len(dropped)} products dropped (italic)"))
+        handles.append(kit.padding_patch(f"padding: {len(dropped)} products dropped (italic)"))
     elif any(g.pads):
-        handles.append(_padding_patch())
-    _legend(fig, ax, handles, own_figure)
+        handles.append(kit.padding_patch())
+    kit.legend(fig, ax, handles, own_figure)
     if colorbar:
         style.colorbar(fig, image, ax, "W × dL/dy")
     if own_figure and isinstance(fig, Figure):  # own_figure: the Figure made above
-        _titles(fig, "One output-gradient cell, scattered into dL/dx", setup.describe())
+        kit.titles(fig, "One output-gradient cell, scattered into dL/dx", setup.describe())
     return fig
 
 
@@ -330,11 +228,11 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
     own_figure = ax is None
     fig: Figure | SubFigure
     if ax is None:
-        padded = _padded_width(g)
-        fig, (ax,) = _figure([padded[1]], padded[0], colorbars=int(colorbar), legend=True, min_width=6.4)
+        padded = kit.padded_width(g)
+        fig, (ax,) = kit.figure([padded[1]], padded[0], colorbars=int(colorbar), legend=True, min_width=6.4)
     else:
         fig = ax.figure
-    _padded_canvas(ax, g)
+    kit.padded_canvas(ax, g)
     norm, ticks = style.count_norm(counts)
     lost = counts == 0
     image = style.draw_grid(ax, counts, theme.count_cmap, norm, mask=lost)
@@ -349,18 +247,18 @@ def coverage(setup: Setup, *, ax: Axes | None = None, colorbar: bool = True) -> 
         style.outline(ax, first, 0, count, w, color=theme.lost, linewidth=band_width)
     for first, count in _runs(zero_cols):
         style.outline(ax, 0, first, h, count, color=theme.lost, linewidth=band_width)
-    _labels(ax, "" if own_figure else "taps reaching each input cell", "input")  # the figure's title says it
+    kit.labels(ax, "" if own_figure else "taps reaching each input cell", "input")  # the figure's title says it
     handles = []
     if lost_cells:
         handles.append(Patch(facecolor=theme.lost_fill, edgecolor=theme.lost, linewidth=2,
                              label="no gradient: " + _lost_words(zero_rows, zero_cols)))
     if any(g.pads):
-        handles.append(_padding_patch())
-    _legend(fig, ax, handles, own_figure, title="\n".join(_patterns(g)) or None)
+        handles.append(kit.padding_patch())
+    kit.legend(fig, ax, handles, own_figure, title="\n".join(_patterns(g)) or None)
     if colorbar:
         style.colorbar(fig, image, ax, "(output cell, tap) pairs", ticks=ticks)
     if own_figure and isinstance(fig, Figure):  # own_figure: the Figure made above
-        _titles(fig, "Coverage: how many taps reach each input cell", setup.describe())
+        kit.titles(fig, "Coverage: how many taps reach each input cell", setup.describe())
     return fig
 
 
@@ -468,34 +366,34 @@ def scatter_vs_gather(setup: Setup, *, batch: int = 0, in_channel: int = 0, out_
     top = [steps["out_backprop"].shape[1], g.kernel_hw[1], g.input_hw[1]]
     bottom = [steps["zero_inserted"].shape[1], steps["padded"].shape[1], g.kernel_hw[1], g.input_hw[1]]
     rows = max(steps["padded"].shape[0], g.input_hw[0])
-    width = max(_size(top, rows)[0], _size(bottom, rows)[0])
-    fig = plt.figure(figsize=(width, 2 * _size(bottom, rows, legend=True)[1] - 1.0), layout="constrained")
+    width = max(kit.size(top, rows)[0], kit.size(bottom, rows)[0])
+    fig = plt.figure(figsize=(width, 2 * kit.size(bottom, rows, legend=True)[1] - 1.0), layout="constrained")
     upper, lower = fig.subfigures(2, 1, squeeze=False, height_ratios=[1, 1.08])[:, 0]
     ax_dy, ax_w, ax_s = upper.subplots(1, 3, width_ratios=top)
     ax_z, ax_p, ax_f, ax_r = lower.subplots(1, 4, width_ratios=bottom)
     norm = style.signed_norm(scattered, steps["result"], steps["out_backprop"])
     wnorm = style.signed_norm(steps["weights"])
     style.draw_grid(ax_dy, steps["out_backprop"], theme.signed_cmap, norm)
-    _labels(ax_dy, "1. dL/dy", "output")
+    kit.labels(ax_dy, "1. dL/dy", "output")
     _tap_grid(ax_w, steps["weights"], wnorm, flipped=False)
-    _labels(ax_w, "2. kernel W, taps a, b, ...", "tap")
+    kit.labels(ax_w, "2. kernel W, taps a, b, ...", "tap")
     style.draw_grid(ax_s, scattered, theme.signed_cmap, norm)
-    _labels(ax_s, "3. scatter: each dL/dy cell × W", "input")
+    kit.labels(ax_s, "3. scatter: each dL/dy cell × W", "input")
     upper.suptitle("Scatter", fontsize=theme.title_pt, fontweight="bold")
     _origin_grid(ax_z, steps["zero_inserted"], steps["zero_inserted_origin"], norm)
-    _labels(ax_z, f"4. {_zeros_between(setup.strides)} between cells", "")
+    kit.labels(ax_z, f"4. {_zeros_between(setup.strides)} between cells", "")
     _origin_grid(ax_p, steps["padded"], steps["padded_origin"], norm)
-    _labels(ax_p, "5. pad (or crop) to line up", "")
+    kit.labels(ax_p, "5. pad (or crop) to line up", "")
     _tap_grid(ax_f, steps["flipped"], wnorm, flipped=True)
-    _labels(ax_f, "6. W flipped", "tap")
+    kit.labels(ax_f, "6. W flipped", "tap")
     style.draw_grid(ax_r, steps["result"], theme.signed_cmap, norm)
-    _labels(ax_r, "7. correlate 5 with 6", "input")
+    kit.labels(ax_r, "7. correlate 5 with 6", "input")
     recipe = "; ".join(_gather_recipe(setup))
     lower.suptitle(f"Gather: {recipe}", fontsize=theme.label_pt)
     handles = [Patch(facecolor="white", edgecolor="#595959", label="0 inserted between dL/dy cells"),
                Patch(facecolor=theme.padding_face, edgecolor="#595959", label="0 of the padding (italic)")]
     lower.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize=theme.label_pt)
-    _titles(fig, f"Scatter vs gather: the same dL/dx, max |scatter - gather| = {difference:g}", setup.describe())
+    kit.titles(fig, f"Scatter vs gather: the same dL/dx, max |scatter - gather| = {difference:g}", setup.describe())
     return fig
 
 
@@ -568,12 +466,12 @@ def depthwise_lattice_panel(ax: Axes, setup: Setup, tap: tuple[int, int] = (0, 0
     theme = style.current()
     d = _depthwise_numbers(setup, tap, batch, channel, multiplier)
     g, (kh, kw) = d["g"], d["tap"]
-    _padded_canvas(ax, g, label_pads=False)
+    kit.padded_canvas(ax, g, label_pads=False)
     style.draw_grid(ax, d["x"], theme.quiet_cmap, style.quiet_norm(d["x"]))
     _lattice_marks(ax, d["rows"], d["cols"], d["valid"])
-    _labels(ax, f"x, channel {channel}: read by tap ({kh}, {kw})", "input")
+    kit.labels(ax, f"x, channel {channel}: read by tap ({kh}, {kw})", "input")
     if legend:
-        _legend(ax.figure, ax, _lattice_handles(in_padding=not d["valid"].all()), own_figure=False)
+        kit.legend(ax.figure, ax, _lattice_handles(in_padding=not d["valid"].all()), own_figure=False)
     return d
 
 
@@ -584,7 +482,7 @@ def _lattice_handles(in_padding: bool) -> list[Artist]:
     if in_padding:
         handles.append(Patch(fill=False, edgecolor=theme.lost, linewidth=2, linestyle="--",
                              label="in the padding: adds 0"))
-    handles.append(_padding_patch())
+    handles.append(kit.padding_patch())
     return handles
 
 
@@ -596,7 +494,7 @@ def depthwise_dw_panel(ax: Axes, d: dict[str, Any], channel: int = 0, multiplier
     dw = d["dw"]
     style.draw_grid(ax, dw, theme.signed_cmap, style.signed_norm(dw))
     style.outline(ax, kh, kw, 1, 1, color=theme.selected)
-    _labels(ax, f"dW[{kh}, {kw}] = {style.fmt(dw[kh, kw])} (channel {channel}, multiplier {multiplier})", "tap")
+    kit.labels(ax, f"dW[{kh}, {kw}] = {style.fmt(dw[kh, kw])} (channel {channel}, multiplier {multiplier})", "tap")
 
 
 def _depthwise_subtitle(setup: Setup, channel: int, multiplier: int) -> str:
@@ -639,22 +537,22 @@ def depthwise(setup: Setup, tap: tuple[int, int] = (0, 0), *, batch: int = 0, ch
     """
     theme = style.current()
     g = setup.depthwise_geometry
-    padded = _padded_width(g)
-    fig, (ax_x, ax_dy, ax_p, ax_w) = _figure([padded[1], g.output_hw[1], g.output_hw[1], g.kernel_hw[1]],
+    padded = kit.padded_width(g)
+    fig, (ax_x, ax_dy, ax_p, ax_w) = kit.figure([padded[1], g.output_hw[1], g.output_hw[1], g.kernel_hw[1]],
                                              max(padded[0], g.output_hw[0]), legend=True)
     d = depthwise_lattice_panel(ax_x, setup, tap, batch=batch, channel=channel, multiplier=multiplier,
                                 legend=False)
     kh, kw = d["tap"]
     ax_x.set_title(f"1. x, read by tap ({kh}, {kw})")
     style.draw_grid(ax_dy, d["dy"], theme.signed_cmap, style.signed_norm(d["dy"]))
-    _labels(ax_dy, "2. dL/dy", "output")
+    kit.labels(ax_dy, "2. dL/dy", "output")
     products = d["products"]
     style.draw_grid(ax_p, products, theme.signed_cmap, style.signed_norm(products))
-    _labels(ax_p, f"3. x · dL/dy: sum {style.fmt(products.sum())}", "output")
+    kit.labels(ax_p, f"3. x · dL/dy: sum {style.fmt(products.sum())}", "output")
     depthwise_dw_panel(ax_w, d, channel, multiplier)
     ax_w.set_title(f"4. dW[{kh}, {kw}] = {style.fmt(d['dw'][kh, kw])}")
-    _legend(fig, ax_x, _lattice_handles(in_padding=not d["valid"].all()), own_figure=True)
-    _titles(fig, f"Depthwise filter gradient of tap ({kh}, {kw})", _depthwise_subtitle(setup, channel, multiplier))
+    kit.legend(fig, ax_x, _lattice_handles(in_padding=not d["valid"].all()), own_figure=True)
+    kit.titles(fig, f"Depthwise filter gradient of tap ({kh}, {kw})", _depthwise_subtitle(setup, channel, multiplier))
     return fig
 
 
@@ -765,9 +663,9 @@ def card(setup: Setup, *, ax: Axes | None = None) -> Figure | SubFigure:
     text_ax.text(0.0, 0.5, text, family="monospace", fontsize=theme.label_pt, va="center", transform=text_ax.transAxes)
     for k, (name, axis) in enumerate(axes_drawn):
         _axis_diagram(fig.add_subplot(grid[k, 1]), axis, name)
-    handles = [_padding_patch()] if any(g.pads) else []
+    handles = [kit.padding_patch()] if any(g.pads) else []
     if len(g.zero_gradient_rows()) or len(g.zero_gradient_cols()):
         handles.append(Patch(facecolor=theme.lost_fill, edgecolor=theme.lost, label="never read: no gradient"))
-    _legend(fig, text_ax, handles, own_figure=True)
-    _titles(fig, "Geometry card", setup.describe())
+    kit.legend(fig, text_ax, handles, own_figure=True)
+    kit.titles(fig, "Geometry card", setup.describe())
     return fig
