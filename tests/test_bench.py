@@ -296,8 +296,10 @@ def test_load_times_each_case_again_beside_busy_processes(tmp_path, capsys, monk
     assert main(["bench", "--quick", "--no-peers", "--only", "fwd_tiny,dwf_tiny", "--load", "2",
                  "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert len(started) == 2 and all(p.returncode is not None for procs in started for p in procs)
+    # once per case, and once for the machine's own reference calls (machine_under_load)
+    assert len(started) == 3 and all(p.returncode is not None for procs in started for p in procs)
     assert "Under load: each case again with 2 busy processes beside it" in out
+    assert "The machine itself, with 2 busy processes beside one thread: a 32 MiB copy (DRAM)" in out
     rows = [line for line in out.splitlines() if line.startswith("| fwd_tiny") or line.startswith("| dwf_tiny")]
     loaded_rows = [row for row in rows if len(_cells(row)) == 6]  # the load table's rows
     assert [row.split()[1] for row in loaded_rows] == ["fwd_tiny", "dwf_tiny"]
@@ -306,6 +308,7 @@ def test_load_times_each_case_again_beside_busy_processes(tmp_path, capsys, monk
     payload = json.loads(path.read_text())
     assert payload["info"]["load"] == 2
     assert all(r["loaded"]["convviz"] > 0 for r in payload["results"])
+    assert all(ratio > 0 for ratio in payload["info"]["machine_under_load"].values())
 
 
 def test_load_is_bounded(capsys):

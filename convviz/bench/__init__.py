@@ -39,17 +39,19 @@ from .cases import (ARGUMENTS, CASES, DTYPES, PADDING, SHORT_NAMES, SWEEP_BATCHE
 from .cli import PEAK_ARRAY_BYTES, PEAK_SECONDS, QUICK_PEAK_SECONDS, main
 from .machine import ISA_FLAGS, best_peaks, machine_description, measure_peaks, roof_bandwidth
 from .peers import TORCH_CALLS, NoPeerCall, TorchCase, _load_peers, convviz_call, tensorflow_call, torch_call
-from .report import (LOAD_TARGET, TARGET_SPEEDUP, load_table, peaks_line, roofline_legend, shortfall_table,
-                     sweep_summary, table)
+from .report import (LOAD_TARGET, TARGET_SPEEDUP, load_table, machine_load_line, peaks_line, roofline_legend,
+                     shortfall_table, sweep_summary, table)
 from .roofline import AMX_OPS, Roofline, best_peer_roofline, case_roofline, peak_gflops, roofline
-from .timing import LOAD_MIN_SECONDS, LOAD_SECONDS, MAX_LOAD, _interleaved_times, busy_processes, run
+from .timing import (LOAD_MIN_SECONDS, LOAD_PROBE_BYTES, LOAD_SECONDS, MAX_LOAD, _interleaved_times, busy_processes,
+                     machine_under_load, run)
 
 __all__ = [
-    "AMX_OPS", "ARGUMENTS", "CASES", "DTYPES", "ISA_FLAGS", "LOAD_MIN_SECONDS", "LOAD_SECONDS", "LOAD_TARGET",
+    "AMX_OPS", "ARGUMENTS", "CASES", "DTYPES", "ISA_FLAGS", "LOAD_MIN_SECONDS", "LOAD_PROBE_BYTES", "LOAD_SECONDS",
+    "LOAD_TARGET",
     "MAX_LOAD", "PADDING", "PEAK_ARRAY_BYTES", "PEAK_SECONDS", "QUICK_PEAK_SECONDS", "SHORT_NAMES",
     "SWEEP_BATCHES", "TARGET_SPEEDUP", "TORCH_CALLS", "Case", "NoPeerCall", "Result", "Roofline", "TorchCase",
     "best_peaks", "best_peer_roofline", "busy_processes", "case_roofline", "convviz_call", "load_table",
-    "machine_description", "main", "measure_peaks", "peak_gflops", "peaks_line", "roof_bandwidth", "roofline",
+    "machine_description", "machine_load_line", "machine_under_load", "main", "measure_peaks", "peak_gflops", "peaks_line", "roof_bandwidth", "roofline",
     "roofline_legend", "run", "shortfall_table", "sweep_cases", "sweep_summary", "table", "tensorflow_call",
     "torch_call", "window_arguments", "_data", "_interleaved_times", "_load_peers",
 ]

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..errors import DeviceError
 from .cases import CASES, SHORT_NAMES, sweep_cases
-from .report import (TARGET_SPEEDUP, _asdict_or_none, load_table, peaks_line, roofline_legend, shortfall_table,
-                     sweep_summary, table)
+from .report import (TARGET_SPEEDUP, _asdict_or_none, load_table, machine_load_line, peaks_line, roofline_legend,
+                     shortfall_table, sweep_summary, table)
 from .roofline import best_peer_roofline, case_roofline
 from .timing import LOAD_SECONDS, MAX_LOAD, run
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     columns = peers or ("tensorflow", "torch")  # the peers' columns, "-" where not run
     print(table(results, columns, peaks))
     if args.sweep:
-        print(f"\nThe sweep, per op (speedup over the fastest peer):\n")
+        print("\nThe sweep, per op (speedup over the fastest peer):\n")
         print(sweep_summary(results, columns, peaks))
     if peaks:
         print()
@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     if loaded:
         print(f"\nUnder load: each case again with {args.load} busy processes beside it\n")
         print(loaded)
+        if info.get("machine_under_load"):
+            print("\n" + machine_load_line(info["machine_under_load"], args.load))
     if args.json:
         payload = {"info": info, "results": [
             {**asdict(r.case), "label": r.case.label, "flops": r.case.flops, "bytes": r.case.bytes,

@@ -158,6 +158,18 @@ def shortfall_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow
 LOAD_TARGET = 2.0
 
 
+def machine_load_line(ratios: dict[str, float], load: int) -> str:
+    """One line: what the machine itself gives one-thread reference work under the load.
+
+    >>> machine_load_line({"a 32 MiB copy (DRAM)": 3.05, "a Python loop": 1.46}, 2)
+    'The machine itself, with 2 busy processes beside one thread: a 32 MiB copy (DRAM) 3.05x the quiet time, a Python loop 1.46x.'
+    """
+    parts = [f"{name} {ratio:.2f}x" for name, ratio in ratios.items()]
+    if parts:
+        parts[0] += " the quiet time"
+    return f"The machine itself, with {load} busy processes beside one thread: {', '.join(parts)}."
+
+
 def load_table(results: list[Result], peers: tuple[str, ...] = ("tensorflow", "torch"),
                load: int = 0) -> str:
     """A Markdown table of each case's loaded / quiet ratio of the mean time per call,

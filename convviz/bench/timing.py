@@ -19,6 +19,50 @@ from .peers import NoPeerCall, _load_peers, convviz_call, tensorflow_call, torch
 from .report import _ms, peaks_line
 
 
+#: What the machine itself does under the same load, one thread of NumPy or Python each: a
+#: copy far larger than the caches (DRAM), the same bytes copied through a buffer that
+#: stays in a core's L2, and a Python loop (no memory at all).  A call that is as
+#: memory-bound as the first cannot expect a better loaded/quiet ratio than it gets.
+LOAD_PROBE_BYTES = (32 << 20, 256 << 10)
+
+
+def _probe_calls() -> dict[str, Callable[[], Any]]:
+    big_bytes, small_bytes = LOAD_PROBE_BYTES
+    big = (np.ones(big_bytes // 4, np.float32), np.empty(big_bytes // 4, np.float32))
+    small = (np.ones(small_bytes // 4, np.float32), np.empty(small_bytes // 4, np.float32))
+
+    def in_cache() -> None:
+        for _ in range(big_bytes // small_bytes):
+            np.copyto(small[1], small[0])
+
+    def python_loop() -> None:
+        total = 0
+        for i in range(200_000):
+            total += i
+
+    return {f"a {big_bytes >> 20} MiB copy (DRAM)": lambda: np.copyto(big[1], big[0]),
+            f"the same bytes through a {small_bytes >> 10} KiB buffer (in cache)": in_cache,
+            "a Python loop": python_loop}
+
+
+def machine_under_load(load: int, seconds: float = 1.0) -> dict[str, float]:
+    """The loaded / quiet ratio of the mean time of a few one-thread reference calls
+    (:data:`LOAD_PROBE_BYTES`) with ``load`` busy processes beside them: what this
+    machine gives memory-bound, cache-bound and compute-bound work under that load.
+
+    Examples
+    --------
+    >>> ratios = machine_under_load(1, seconds=0.05)
+    >>> next(iter(ratios)), all(r > 0 for r in ratios.values())
+    ('a 32 MiB copy (DRAM)', True)
+    """
+    calls = _probe_calls()
+    quiet = _interleaved_times(calls, seconds, 3, 10_000)
+    with busy_processes(load):
+        loaded = _interleaved_times(calls, seconds, 3, 10_000)
+    return {name: statistics.fmean(loaded[name]) / statistics.fmean(quiet[name]) for name in calls}
+
+
 # -- timing ------------------------------------------------------------------------
 def _interleaved_times(calls: dict[str, Callable[[], Any]], min_seconds: float, min_rounds: int,
                        max_rounds: int) -> dict[str, list[float]]:
@@ -206,6 +250,8 @@ def run(cases: list[Case], threads: int = 2, peers: tuple[str, ...] = ("tensorfl
             progress(peaks_line(machine_peaks) + ", the best of the measurements before and after the cases")
     info = {"machine": machine_description(), "threads": threads, "peers": peer_status, "device": device,
             "load": load}
+    if load and device == "cpu" and cases:
+        info["machine_under_load"] = machine_under_load(load)
     if machine_peaks:
         info["peaks"] = machine_peaks
     if device == "gpu":
