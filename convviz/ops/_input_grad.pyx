@@ -1,5 +1,5 @@
 # distutils: language = c++
-# C++ (in _ext/): conv2d_input_grad.cpp
+# C++ (in _ext/): conv2d_input_grad.cpp conv2d_input_grad_fast.cpp
 """Kernels for the gradient of conv2d with respect to its input.
 
 Trust their arguments: ``convviz._backends.cpu`` validates everything and builds
