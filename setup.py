@@ -14,8 +14,8 @@ serially and says so with a warning; ``convviz.show_versions()`` reports which
 build is installed.  Set ``CONVVIZ_DISABLE_OPENMP=1`` to force the serial build.
 
 The modules are compiled in parallel on every core (``CONVVIZ_BUILD_JOBS=N`` sets
-how many at once) and without debug info unless ``build_ext --debug`` or
-``CONVVIZ_DEBUG_INFO=1`` asks for it.
+how many at once), at ``-O3`` (``CONVVIZ_OPTIMIZE=-O1`` for a sanitizer build) and
+without debug info unless ``build_ext --debug`` or ``CONVVIZ_DEBUG_INFO=1`` asks for it.
 """
 
 from __future__ import annotations
@@ -153,7 +153,12 @@ class BuildExt(build_ext):
             print(f"convviz: building with OpenMP ({' '.join(flags)})", file=sys.stderr)
         # Portable code: no -march=native.  The kernels carry AVX2 and AVX-512
         # variants of their own (_ext/cvz_per_isa.hpp) and pick one at run time.
-        optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else ["-O3", "-std=c++17"]
+        # CONVVIZ_OPTIMIZE=-O1: the AddressSanitizer build of the tests (sanitizers' usual
+        # level: the same checks, a third of the compile time).
+        level = os.environ.get("CONVVIZ_OPTIMIZE", "").strip() or "-O3"
+        if not re.fullmatch(r"-O[0-3s]", level):
+            raise ValueError(f"CONVVIZ_OPTIMIZE must be -O0, -O1, -O2, -O3 or -Os, got {level!r}")
+        optimise = ["/O2", "/std:c++17"] if self.compiler.compiler_type == "msvc" else [level, "-std=c++17"]
         # Python's own CFLAGS often carry -g: debug info would make the modules 30 MB
         # instead of 4.3 (the machine code is the same).  `build_ext --debug` or
         # CONVVIZ_DEBUG_INFO=1 keeps it (a sanitizer's reports need the lines).
