@@ -150,16 +150,29 @@ def prepare(call: Call, fast: bool) -> Route:
     return Route(fast, on_forward, phases, zeros, _phase_column_ranges(g, phases) if int32 else [])
 
 
+# One phase's forward call: dy's phase, the phase's filter, dx's phase, the forward kernel's window.
+PhaseCall = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int, int, int, int, int]]
+
+
+def _phase_calls(route: Route, plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray,
+                 dx: np.ndarray) -> list[PhaseCall]:
+    """The forward convolutions that make the input gradient, one per stride phase:
+    (dy's phase, the phase's taps of the channel-swapped filter, dx's phase, the forward
+    kernel's window); the cells no tap reaches are zeroed first."""
+    w = _transposed_filter(filt, plan.ints[-1])
+    if route.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one fill
+        dx.fill(0)
+    return [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
+            for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in route.phases]
+
+
 def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray, n_threads: int) -> None:
     """The kernel call: the input-row kernel, or the forward kernel per stride phase (:class:`Route`)."""
     route: Route = plan.extra
     if plan.int32:  # the forward pass's int32 kernel, once per stride phase
-        w = _transposed_filter(filt, plan.ints[-1])
-        if route.zeros:
-            dx.fill(0)
-        for (rows, cols, dy_rows, dy_cols, taps_h, taps_w, window), ranges in zip(route.phases, route.column_ranges):
-            _forward_int32(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], ranges, *window, n_threads,
-                           cpu.MIN_PARALLEL_WORK)
+        for (dy_phase, w_phase, dx_phase, window), ranges in zip(_phase_calls(route, plan, filt, dy, dx),
+                                                                 route.column_ranges):
+            _forward_int32(dy_phase, w_phase, dx_phase, ranges, *window, n_threads, cpu.MIN_PARALLEL_WORK)
         return
     code = plan.code
     # AMX tiles multiply bfloat16 exactly and sum in float32 (the default
@@ -174,11 +187,7 @@ def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray
         _kernel(dy, code, filt, code, dx, code, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64,
                 cpu.MIN_PARALLEL_WORK, 0)
         return
-    w = _transposed_filter(filt, plan.ints[-1])
-    if route.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one fill
-        dx.fill(0)
-    calls = [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
-             for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in route.phases]
+    calls = _phase_calls(route, plan, filt, dy, dx)
     # On AMX tiles, every phase in one call (two parallel regions in all, not two per phase).
     scratch = _forward_amx(calls, code, n_threads, cpu.MIN_PARALLEL_WORK) if amx and calls else -1
     if scratch < 0:
