@@ -195,6 +195,25 @@ def tap_ranges(axis: AxisGeometry) -> np.ndarray:
 Compute = Callable[["ConvPlan", np.ndarray, np.ndarray, np.ndarray, int], object]
 
 
+def window_compute(kernel: Callable[..., int], image_first: bool = True) -> Compute:
+    """The kernel call of an op whose kernel takes (image, filter, result), each with its
+    type code, then the window (``WindowKernel`` in ``convviz/ops/_kernel_types.py``: the
+    depthwise forward pass and input gradient); ``image_first``: the op's first tensor
+    is the image (else its arguments are (filter, image), TensorFlow's order)."""
+    def image_then_filter(plan: ConvPlan, image: np.ndarray, filt: np.ndarray, result: np.ndarray,
+                          n_threads: int) -> None:
+        code = plan.code
+        kernel(image, code, filt, code, result, code, *plan.window, n_threads, ISA_CODE, plan.f64, MIN_PARALLEL_WORK)
+
+    def filter_then_image(plan: ConvPlan, filt: np.ndarray, image: np.ndarray, result: np.ndarray,
+                          n_threads: int) -> None:  # (not a call of the other: a frame less per call)
+        code = plan.code
+        kernel(image, code, filt, code, result, code, *plan.window, n_threads, ISA_CODE, plan.f64, MIN_PARALLEL_WORK)
+
+    compute: Compute = image_then_filter if image_first else filter_then_image
+    return compute
+
+
 def _nhwc(array: np.ndarray) -> np.ndarray:
     return array.transpose(0, 2, 3, 1)
 

@@ -32,14 +32,19 @@ _SOURCES: list[Path] = []
 _KERNEL_NAMES: list[str] = []
 
 
-def declare_kernels(source: Path, *names: str) -> None:
-    """Compile ``source`` (an op's .cu) with the others, and these template
-    instantiations of its kernels (called by each op's module at import)."""
+def declare_kernels(module_file: str | Path, *templates: str, types: int = 4) -> None:
+    """Compile the ``.cu`` beside an op's module (``module_file``: its ``__file__``)
+    with the others, and each of its kernel ``templates`` for the first ``types``
+    type codes (4: the float types; 5: and int32), as ``name<code>`` (called by each
+    op's module at import)."""
+    source = Path(module_file).with_suffix(".cu")
     if source not in _SOURCES:
         _SOURCES.append(source)
-    for name in names:
-        if name not in _KERNEL_NAMES:
-            _KERNEL_NAMES.append(name)
+    for template in templates:
+        for code in range(types):
+            name = f"{template}<{code}>"
+            if name not in _KERNEL_NAMES:
+                _KERNEL_NAMES.append(name)
     _module.cache_clear()
 
 

@@ -2,7 +2,9 @@
 
 A docstring line holding only ``%(name)s`` is replaced by the entry ``name``
 below, indented like the placeholder.  Every op documents its window
-arguments, threads, device and errors with the same words.
+arguments (``%(window)s``: the five of them), threads and device
+(``%(options)s``) and errors (``%(raises)s``, with its heading) with the
+same words.
 
 Examples
 --------
@@ -78,6 +80,8 @@ precision : {"accurate", "fast"}, optional
     filter holding NaN or infinity, "fast" computes as "accurate".
     Bitwise the same for any thread count either way.""",
     "raises": """\
+Raises
+------
 InvalidArgumentError
     (a ``ValueError``, :class:`convviz.errors.InvalidArgumentError`) for wrong
     values or shapes: the message names the argument with the expected and
@@ -91,17 +95,24 @@ reaches only the cells that tap touches -- never through the zeros between
 dilated taps or through the padding.""",
 }
 
+# The window arguments every op takes after its own, and the keyword options after them.
+DOCS["window"] = "\n".join(DOCS[name] for name in ("strides", "padding", "explicit_paddings", "data_format",
+                                                   "dilations"))
+DOCS["options"] = DOCS["n_threads"] + "\n" + DOCS["device"]
+
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)%\((?P<name>\w+)\)s[ \t]*$", re.MULTILINE)
 
 F = TypeVar("F", bound=Callable)
 
 
-def fill_doc(function: F) -> F:
-    """Replace each ``%(name)s`` line of ``function``'s docstring by ``DOCS[name]``."""
+def fill_doc(function: F, entries: dict[str, str] | None = None) -> F:
+    """Replace each ``%(name)s`` line of ``function``'s docstring by ``DOCS[name]``
+    (or ``entries[name]``: an op's own, such as the Returns section its record writes)."""
     doc = function.__doc__
+    table = DOCS if entries is None else {**DOCS, **entries}
     if doc:
         def indented(match: re.Match) -> str:
-            return textwrap.indent(DOCS[match["name"]], match["indent"])
+            return textwrap.indent(table[match["name"]], match["indent"])
 
         function.__doc__ = _PLACEHOLDER.sub(indented, doc)
     return function

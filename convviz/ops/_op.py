@@ -15,9 +15,10 @@ same geometry, so its CPU plan is reused and validation skipped.  Anything else
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,8 +28,11 @@ from .._backends import cpu, cuda
 from .._threads import MAX_THREADS
 from ..errors import InvalidArgumentError
 from ..geometry import ConvGeometry, explicit_paddings, from_nhwc, to_nhwc
+from ._docs import DOCS, fill_doc
 
 __all__ = ["Call", "Op", "select_device"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # The TensorFlow window arguments every op takes after its own, in this order.
 WINDOW_ARGS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
@@ -111,9 +115,11 @@ class Op:
     tf_attrs : tuple of str
         TensorFlow attributes of the raw op that do not change the result here
         (``use_cudnn_on_gpu``): accepted as bools after ``padding``, as in TensorFlow.
-    tf_doc : str
-        Extra numpydoc text for the raw op (Notes, Examples); without an
-        Examples section, the raw op gets one that compares it with the op.
+    tf_notes : str
+        The raw op's Notes section (its heading is added), if it has one.
+    tf_examples : str
+        The raw op's Examples section (with its heading); without one, the raw op
+        gets an example that compares it with the op.
     fast_dtypes : tuple of numpy.dtype
         The dtypes with a ``precision="fast"`` CPU kernel (the plan is then
         built as ``plan(call, fast=True)``; ``prepare`` and ``compute`` decide
@@ -138,7 +144,8 @@ class Op:
     check: Callable[[Call, str, bool], None] | None = None
     hw_sizes: bool = False
     tf_attrs: tuple[str, ...] = ()
-    tf_doc: str = ""
+    tf_notes: str = ""
+    tf_examples: str = ""
     fast_dtypes: tuple[np.dtype, ...] = ()
     tensors: tuple[str, ...] = field(init=False)
     result_role: str = field(init=False)
@@ -243,6 +250,63 @@ class Op:
         if len(sizes) not in counts:
             raise InvalidArgumentError(f"{op}: {name} must have 4 values {what}, got {len(sizes)}: {list(sizes)}")
         v.check_range(sizes, name, op, low=low)
+
+    def returns_doc(self) -> str:
+        """The numpydoc Returns section of the op's function: its result, shape and dtype."""
+        first = self.tensors[0]
+        if self.result_role == "output":
+            channels = "in_channels * channel_multiplier" if self.depthwise else "out_channels"
+            what = f"The output, 4-D in ``data_format`` order with ``{channels}`` channels"
+        else:
+            sizes = next(name for name in self.args if name.endswith("_sizes"))
+            layout = "in ``data_format`` order" if self.result_role == "input" else FILTER_LAYOUTS[self.depthwise]
+            what = f"The {self.result}, shape ``{sizes}`` ({layout})"
+        int32 = "; int32 wraps modulo 2**32 as TensorFlow's does" if np.dtype(np.int32) in self.dtypes else ""
+        text = (f"{what}, dtype of ``{first}``.  Half types are accumulated in float32 and rounded "
+                f"once{int32}.")
+        return "Returns\n-------\nnumpy.ndarray\n" + textwrap.indent(textwrap.fill(text, 72), "    ")
+
+    def parameters_doc(self) -> str:
+        """The numpydoc entries of the op's own arguments, written from their roles."""
+        dtypes = [("bfloat16 (``ml_dtypes.bfloat16``)" if dtype == v.BFLOAT16 else dtype.name)
+                  for dtype in self.dtypes]
+        dtype_text = {self.tensors[0]: f"{', '.join(dtypes[:-1])} or {dtypes[-1]}",
+                      self.tensors[1]: f"same dtype as ``{self.tensors[0]}``"}
+        channels = "in_channels * channel_multiplier" if self.depthwise else "out_channels"
+        depth = ("``in_channels`` must equal the input depth." if self.depthwise else
+                 "The input depth may be any multiple of ``{0}[2]``: that is a grouped convolution "
+                 "with ``input depth / {0}[2]`` groups, each of ``out_channels / groups`` output channels.")
+        texts = {
+            "input": ("array_like", "The convolution's input, 4-D in ``data_format`` order; {dtype}."),
+            "input_sizes": ("sequence of int" if self.hw_sizes else "sequence of 4 ints", "Shape of the convolution's input: 4 values in ``data_format`` "
+                            "order" + (", or 2 values ``[height, width]`` (batch then comes from "
+                                       "``out_backprop``, depth from ``filter.shape[2]``)." if self.hw_sizes
+                                       else ".")),
+            "filter": ("array_like", f"``{FILTER_LAYOUTS[self.depthwise]}``; {{dtype}}.  " + depth.format("filter.shape")),
+            "filter_sizes": ("sequence of 4 ints", f"``{FILTER_LAYOUTS[self.depthwise]}``, all at least 1.  "
+                             + depth.format("filter_sizes")),
+            "out_backprop": ("array_like", "Gradient with respect to the convolution's output, 4-D in "
+                             f"``data_format`` order with ``{channels}`` channels; {{dtype}}.  Its shape must "
+                             "equal the forward output shape the other arguments imply."),
+        }
+        entries = []
+        for name in self.args:
+            kind, text = texts[name]
+            text = text.format(dtype=dtype_text.get(name, ""))
+            entries.append(f"{name} : {kind}\n" + textwrap.indent(textwrap.fill(text, 72), "    "))
+        return "\n".join(entries)
+
+    def document(self, function: F) -> F:
+        """Fill ``function``'s docstring placeholders: the shared ones (``convviz.ops._docs``)
+        and ``%(parameters_returns_raises)s``, the sections every op's function has: the
+        Parameters (the op's own, written from their roles, then the window arguments,
+        ``n_threads``, ``device``, and ``precision`` where the op has fast kernels), the
+        Returns (the result, from this record) and the Raises."""
+        parameters = ["window", "options", *(["precision"] if self.fast_dtypes else [])]
+        sections = (f"Parameters\n----------\n{self.parameters_doc()}\n"
+                    + "\n".join(DOCS[name] for name in parameters)
+                    + f"\n\n{self.returns_doc()}\n\n{DOCS['raises']}")
+        return fill_doc(function, {"parameters_returns_raises": sections})
 
     def plan(self, call: Call, fast: bool = False) -> cpu.ConvPlan:
         """The CPU plan of ``call``'s signature (``fast``: for ``precision="fast"``)."""

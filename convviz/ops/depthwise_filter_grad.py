@@ -10,7 +10,6 @@ the :class:`~convviz.ops._op.Op` record, and the float64 reference
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,6 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _depthwise_filter_grad as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native_backprop_filter"]
@@ -64,10 +62,8 @@ def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n
             plan.f64, cpu.MIN_PARALLEL_WORK)
 
 
-cuda.declare_kernels(Path(__file__).with_name("depthwise_filter_grad.cu"),
-                     *(f"depthwise_filter_grad_phases<{t}>" for t in range(4)),
-                     *(f"depthwise_filter_grad_phases_narrow<{t}>" for t in range(4)),
-                     *(f"merge_chunk_partials<{t}>" for t in range(4)))
+cuda.declare_kernels(__file__, "depthwise_filter_grad_phases", "depthwise_filter_grad_phases_narrow",
+                     "merge_chunk_partials")
 
 
 class GpuPlan:
@@ -121,21 +117,8 @@ class GpuPlan:
 
 
 def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The filter gradient of :func:`depthwise_conv2d_native_backprop_filter` in float64 with loops
-    (``convviz.reference.depthwise_conv2d_native_backprop_filter`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.depthwise_conv2d_native_backprop_filter(
-    ...     np.arange(9.).reshape(1, 3, 3, 1), [2, 2, 1, 1], np.ones((1, 2, 2, 1)),
-    ...     [1, 1, 1, 1], "VALID")[:, :, 0, 0]
-    array([[ 8., 12.],
-           [20., 24.]])
-    """
+    """``dw[kh, kw, c, m] += sum_n x[n, ih, iw, c] * dy[n, oh, ow, c, m]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.depthwise_conv2d_native_backprop_filter``."""
     dy = dy.reshape(dy.shape[:3] + (g.in_channels, g.multiplier))
     dw = np.zeros(g.filter_shape)
     for oh, ow, kh, kw, ih, iw in g.taps():
@@ -151,12 +134,11 @@ def plan_on_gpu(call: Call) -> GpuPlan:
 OP = Op.of_module(
     globals(), name="depthwise_conv2d_native_backprop_filter", tf_name="DepthwiseConv2dNativeBackpropFilter",
     args=("input", "filter_sizes", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=True,
-    tf_doc="""\
-Notes
------
+    tf_notes="""\
 Unlike TensorFlow's CPU kernel, dilations are honoured and row and column
 strides may differ.
-
+""",
+    tf_examples="""\
 Examples
 --------
 With dilation 2 the 3x3 kernel spans 5x5; on an all-ones 5x5 input each
@@ -175,20 +157,11 @@ array([[ 9., 15.,  9.],
 )
 
 
-@fill_doc
+@OP.document
 def depthwise_conv2d_native_backprop_filter(
-    input: Any,
-    filter_sizes: Sequence[int] | np.ndarray,
-    out_backprop: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-) -> Any:
+        input: Any, filter_sizes: Sequence[int] | np.ndarray, out_backprop: Any, strides: Sequence[int], padding: str,
+        explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *,
+        n_threads: int | None = None, device: str | None = None) -> Any:
     """Gradient of depthwise conv2d with respect to its filter (``DepthwiseConv2dNativeBackpropFilter``).
 
     For ``y = depthwise_conv2d(input, filter)`` with filter
@@ -199,35 +172,7 @@ def depthwise_conv2d_native_backprop_filter(
     them there and returns wrong values with SAME padding) and accepts unequal
     row and column strides.
 
-    Parameters
-    ----------
-    input : array_like
-        The convolution's input, 4-D in ``data_format`` order; float16,
-        bfloat16, float32 or float64.
-    filter_sizes : sequence of 4 ints
-        ``[filter_height, filter_width, in_channels, channel_multiplier]``, all
-        at least 1; ``in_channels`` must equal the input depth.
-    out_backprop : array_like
-        Gradient with respect to the output, 4-D in ``data_format`` order with
-        ``in_channels * channel_multiplier`` channels; same dtype as ``input``.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-        Partial sums are merged in a fixed order.
-    %(device)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The filter gradient, shape ``filter_sizes``, dtype of ``input``.  Half
-        types are accumulated in float32 and rounded once.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------
@@ -238,7 +183,8 @@ def depthwise_conv2d_native_backprop_filter(
     -----
     ``dW[kh, kw, c, m] = sum over n, oh, ow of
     input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, c] * dy[n, oh, ow, c*M + m]``,
-    where taps that land in the padding contribute nothing.
+    where taps that land in the padding contribute nothing.  Partial sums over
+    blocks of the reduction are merged in a fixed order, whatever ``n_threads``.
 
     %(nonfinite)s
 

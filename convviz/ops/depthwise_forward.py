@@ -11,7 +11,6 @@ CUDA kernel with one input channel per group), the float64 reference
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,25 +19,14 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _depthwise_forward as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native"]
 
+# The kernel call (WindowKernel): image, filter, result, then the window.
+compute = cpu.window_compute(kernel.depthwise_forward)
 
-# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
-_kernel = kernel.depthwise_forward
-
-
-def compute(plan: cpu.ConvPlan, x: np.ndarray, filt: np.ndarray, y: np.ndarray, n_threads: int) -> None:
-    """The kernel call."""
-    code = plan.code
-    _kernel(x, code, filt, code, y, code, *plan.window, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK)
-
-
-cuda.declare_kernels(Path(__file__).with_name("depthwise_forward.cu"),
-                     *(f"depthwise_forward_rows<{t}>" for t in range(4)),
-                     *(f"depthwise_forward_strips<{t}>" for t in range(4)))
+cuda.declare_kernels(__file__, "depthwise_forward_rows", "depthwise_forward_strips")
 # Output pixels per thread of the two kernels (DEPTHWISE_FORWARD_ROW and _STRIP_ROW in
 # depthwise_forward.cu), and the widest window the strips take (DEPTHWISE_STRIP_KW).
 GPU_ROW, GPU_STRIP_ROW, GPU_STRIP_KW = 4, 8, 7
@@ -66,19 +54,8 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
 
 
 def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The output of :func:`depthwise_conv2d_native` in float64 with loops
-    (``convviz.reference.depthwise_conv2d_native`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``y[n, oh, ow, c, m] += x[n, ih, iw, c] * w[kh, kw, c, m]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.depthwise_conv2d_native(np.ones((1, 3, 3, 2)), np.ones((2, 2, 2, 1)),
-    ...                                   [1, 1, 1, 1], "VALID").shape
-    (1, 2, 2, 2)
-    """
+    """``y[n, oh, ow, c, m] += x[n, ih, iw, c] * w[kh, kw, c, m]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.depthwise_conv2d_native``."""
     y = np.zeros((g.batch, *g.output_hw, g.in_channels, g.multiplier))
     for oh, ow, kh, kw, ih, iw in g.taps():
         y[:, oh, ow] += x[:, ih, iw, :, None] * w[kh, kw]
@@ -91,19 +68,11 @@ OP = Op.of_module(
 )
 
 
-@fill_doc
+@OP.document
 def depthwise_conv2d_native(
-    input: Any,
-    filter: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-) -> Any:
+        input: Any, filter: Any, strides: Sequence[int], padding: str, explicit_paddings: Sequence[int] = (),
+        data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *, n_threads: int | None = None,
+        device: str | None = None) -> Any:
     """Depthwise 2-D convolution, forward (TensorFlow ``DepthwiseConv2dNative``).
 
     Each input channel ``c`` is convolved on its own with ``M`` filters: output
@@ -111,32 +80,7 @@ def depthwise_conv2d_native(
     the window times ``filter[kh, kw, c, m]``.  Taps that land in the padding add
     nothing.  Semantics are TensorFlow's, with dilations honoured.
 
-    Parameters
-    ----------
-    input : array_like
-        4-D in ``data_format`` order; float16, bfloat16 (``ml_dtypes.bfloat16``),
-        float32 or float64.
-    filter : array_like
-        ``[filter_height, filter_width, in_channels, channel_multiplier]``, same
-        dtype as ``input``; ``in_channels`` must equal the input depth.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-    %(device)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The output, 4-D in ``data_format`` order with ``in_channels *
-        channel_multiplier`` channels, dtype of ``input``.  Half types are
-        accumulated in float32 and rounded once.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------

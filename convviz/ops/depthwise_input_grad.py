@@ -11,7 +11,6 @@ reference (``convviz.reference.depthwise_conv2d_native_backprop_input``) and the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,25 +19,14 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _depthwise_input_grad as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native_backprop_input"]
 
+# The kernel call (WindowKernel): image, filter, result, then the window.
+compute = cpu.window_compute(kernel.depthwise_input_grad, image_first=False)
 
-# Bound once: compute is on the path of every call (module lookups cost ~0.1 us there).
-_kernel = kernel.depthwise_input_grad
-
-
-def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray, n_threads: int) -> None:
-    """The kernel call."""
-    code = plan.code
-    _kernel(dy, code, filt, code, dx, code, *plan.window, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK)
-
-
-cuda.declare_kernels(Path(__file__).with_name("depthwise_input_grad.cu"),
-                     *(f"depthwise_input_grad_rows<{t}>" for t in range(4)),
-                     *(f"depthwise_input_grad_strips<{t}>" for t in range(4)))
+cuda.declare_kernels(__file__, "depthwise_input_grad_rows", "depthwise_input_grad_strips")
 # Input pixels per thread of the two kernels (DEPTHWISE_INPUT_ROW and _STRIP_ROW in
 # depthwise_input_grad.cu), and the widest window the strips take (DEPTHWISE_INPUT_STRIP_KW).
 GPU_ROW, GPU_STRIP_ROW, GPU_STRIP_KW = 4, 8, 7
@@ -67,21 +55,8 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
 
 
 def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The input gradient of :func:`depthwise_conv2d_native_backprop_input` in float64 with loops
-    (``convviz.reference.depthwise_conv2d_native_backprop_input`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``dx[n, ih, iw, c] += sum_m dy[n, oh, ow, c, m] * w[kh, kw, c, m]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.depthwise_conv2d_native_backprop_input(
-    ...     [1, 3, 3, 1], np.ones((2, 2, 1, 1)), np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[0, :, :, 0]
-    array([[1., 2., 1.],
-           [2., 4., 2.],
-           [1., 2., 1.]])
-    """
+    """``dx[n, ih, iw, c] += sum_m dy[n, oh, ow, c, m] * w[kh, kw, c, m]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.depthwise_conv2d_native_backprop_input``."""
     dy = dy.reshape(dy.shape[:3] + (g.in_channels, g.multiplier))
     dx = np.zeros((g.batch, *g.input_hw, g.in_channels))
     for oh, ow, kh, kw, ih, iw in g.taps():
@@ -92,29 +67,18 @@ def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
 OP = Op.of_module(
     globals(), name="depthwise_conv2d_native_backprop_input", tf_name="DepthwiseConv2dNativeBackpropInput",
     args=("input_sizes", "filter", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=True,
-    tf_doc="""\
-Notes
------
+    tf_notes="""\
 Unlike TensorFlow's CPU kernel (which returns the dilation-1 result with SAME
 padding), dilations are honoured.
 """,
 )
 
 
-@fill_doc
+@OP.document
 def depthwise_conv2d_native_backprop_input(
-    input_sizes: Sequence[int] | np.ndarray,
-    filter: Any,
-    out_backprop: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-) -> Any:
+        input_sizes: Sequence[int] | np.ndarray, filter: Any, out_backprop: Any, strides: Sequence[int], padding: str,
+        explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *,
+        n_threads: int | None = None, device: str | None = None) -> Any:
     """Gradient of depthwise conv2d with respect to its input (``DepthwiseConv2dNativeBackpropInput``).
 
     For ``y = depthwise_conv2d_native(x, filter)`` with filter ``[KH, KW, C, M]``
@@ -124,34 +88,7 @@ def depthwise_conv2d_native_backprop_input(
     CPU kernel this honours ``dilations`` (TensorFlow returns the dilation-1
     result with SAME padding).
 
-    Parameters
-    ----------
-    input_sizes : sequence of 4 ints
-        Shape of the convolution's input, in ``data_format`` order.
-    filter : array_like
-        ``[filter_height, filter_width, in_channels, channel_multiplier]``;
-        float16, bfloat16 (``ml_dtypes.bfloat16``), float32 or float64.
-        ``in_channels`` must equal the input depth.
-    out_backprop : array_like
-        Gradient with respect to the output, 4-D in ``data_format`` order with
-        ``in_channels * channel_multiplier`` channels; same dtype as ``filter``.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-    %(device)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The input gradient, shape ``input_sizes``, dtype of ``filter``.  Half
-        types are accumulated in float32 and rounded once.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------

@@ -10,7 +10,6 @@ float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,6 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _filter_grad as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["conv2d_backprop_filter"]
@@ -40,10 +38,8 @@ def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n
             cpu.MIN_PARALLEL_WORK)
 
 
-cuda.declare_kernels(Path(__file__).with_name("filter_grad.cu"), *(f"conv2d_filter_grad<{t}>" for t in range(4)),
-                     *(f"conv2d_filter_grad_narrow<{t}>" for t in range(4)),
-                     *(f"conv2d_filter_grad_tiled<{t}>" for t in range(4)),
-                     *(f"merge_chunk_partials<{t}>" for t in range(4)))
+cuda.declare_kernels(__file__, "conv2d_filter_grad", "conv2d_filter_grad_narrow", "conv2d_filter_grad_tiled",
+                     "merge_chunk_partials")
 
 
 def split_reduction(rows: int, columns: int, groups: int, pixels: int) -> tuple[int, int]:
@@ -84,20 +80,8 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
 
 
 def reference_sum(g: ConvGeometry, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The filter gradient of :func:`conv2d_backprop_filter` in float64 with loops
-    (``convviz.reference.conv2d_backprop_filter`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``dw[kh, kw, ci, co] += sum_n x[n, ih, iw, ci] * dy[n, oh, ow, co]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.conv2d_backprop_filter(np.arange(9.).reshape(1, 3, 3, 1), [2, 2, 1, 1],
-    ...                                  np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[:, :, 0, 0]
-    array([[ 8., 12.],
-           [20., 24.]])
-    """
+    """``dw[kh, kw, ci, co] += sum_n x[n, ih, iw, ci] * dy[n, oh, ow, co]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.conv2d_backprop_filter``."""
     dw = np.zeros(g.filter_shape)
     for oh, ow, kh, kw, ih, iw in g.taps():
         for ins, outs in g.group_slices():
@@ -112,20 +96,11 @@ OP = Op.of_module(
 )
 
 
-@fill_doc
+@OP.document
 def conv2d_backprop_filter(
-    input: Any,
-    filter_sizes: Sequence[int] | np.ndarray,
-    out_backprop: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-) -> Any:
+        input: Any, filter_sizes: Sequence[int] | np.ndarray, out_backprop: Any, strides: Sequence[int], padding: str,
+        explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *,
+        n_threads: int | None = None, device: str | None = None) -> Any:
     """Gradient of conv2d with respect to its filter (TensorFlow ``Conv2DBackpropFilter``).
 
     Computes ``dL/dW`` for ``y = conv2d(input, W)`` given ``out_backprop = dL/dy``:
@@ -134,38 +109,7 @@ def conv2d_backprop_filter(
     Semantics are TensorFlow's for every padding, layout, stride, dilation, group
     count and dtype.
 
-    Parameters
-    ----------
-    input : array_like
-        The convolution's input, 4-D in ``data_format`` order; float16,
-        bfloat16 (``ml_dtypes.bfloat16``), float32 or float64.
-    filter_sizes : sequence of 4 ints
-        ``[filter_height, filter_width, in_channels / groups, out_channels]``,
-        all at least 1.  The input depth may be any multiple of
-        ``filter_sizes[2]``: that is a grouped convolution.
-    out_backprop : array_like
-        Gradient with respect to the convolution's output, 4-D in
-        ``data_format`` order with ``out_channels`` channels; same dtype as
-        ``input``.  Its shape must equal the forward output shape the other
-        arguments imply.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-        Each part of the filter sums its terms in one fixed order.
-    %(device)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The filter gradient, HWIO with shape ``filter_sizes``, dtype of
-        ``input``.  Half types are accumulated in float32 and rounded once.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------
@@ -178,7 +122,8 @@ def conv2d_backprop_filter(
     ``dW[kh, kw, ci, co] = sum over n, oh, ow of
     input[n, oh*sh - pad_top + kh*dh, ow*sw - pad_left + kw*dw, g*C_g + ci] * dy[n, oh, ow, co]``
     with ``g = co // (out_channels / groups)`` and ``C_g = filter_sizes[2]``;
-    taps that land in the padding contribute nothing.
+    taps that land in the padding contribute nothing.  Each part of the filter
+    sums its terms in one fixed order, whatever ``n_threads``.
 
     %(nonfinite)s
 

@@ -10,7 +10,6 @@ record that ties them together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,6 @@ from .. import _validate as v
 from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _forward as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["conv2d"]
@@ -54,10 +52,8 @@ def compute(plan: cpu.ConvPlan, x: np.ndarray, filt: np.ndarray, y: np.ndarray, 
             code == cpu.BFLOAT16_CODE and cpu.amx_in_use())
 
 
-cuda.declare_kernels(Path(__file__).with_name("forward.cu"), *(f"conv2d_forward<{t}>" for t in range(5)),
-                     *(f"conv2d_forward_narrow<{t}>" for t in range(5)),
-                     *(f"conv2d_forward_tiled<{t}>" for t in range(5)),
-                     *(f"merge_chunk_partials<{t}>" for t in range(5)))
+cuda.declare_kernels(__file__, "conv2d_forward", "conv2d_forward_narrow", "conv2d_forward_tiled",
+                     "merge_chunk_partials", types=5)
 
 
 def plan_on_gpu(call: Call) -> cuda.DensePlan:
@@ -80,20 +76,8 @@ def plan_on_gpu(call: Call) -> cuda.DensePlan:
 
 
 def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The output of :func:`conv2d` in float64 with loops
-    (``convviz.reference.conv2d`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``y[n, oh, ow, co] += sum_ci x[n, ih, iw, ci] * w[kh, kw, ci, co]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.conv2d(np.arange(9.).reshape(1, 3, 3, 1), np.ones((2, 2, 1, 1)),
-    ...                  [1, 1, 1, 1], "VALID")[0, :, :, 0]
-    array([[ 8., 12.],
-           [20., 24.]])
-    """
+    """``y[n, oh, ow, co] += sum_ci x[n, ih, iw, ci] * w[kh, kw, ci, co]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.conv2d``."""
     y = np.zeros((g.batch, *g.output_hw, g.out_channels))
     for oh, ow, kh, kw, ih, iw in g.taps():
         for ins, outs in g.group_slices():
@@ -108,19 +92,11 @@ OP = Op.of_module(
 )
 
 
-@fill_doc
+@OP.document
 def conv2d(
-    input: Any,
-    filter: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-) -> Any:
+        input: Any, filter: Any, strides: Sequence[int], padding: str, explicit_paddings: Sequence[int] = (),
+        data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *, n_threads: int | None = None,
+        device: str | None = None) -> Any:
     """2-D convolution, forward (TensorFlow ``Conv2D``): a cross-correlation, grouped.
 
     Each output cell is the sum, over the filter's taps and the group's input
@@ -130,35 +106,7 @@ def conv2d(
     forward pass whose gradients are :func:`conv2d_backprop_input` (with
     respect to ``input``) and the filter gradient.
 
-    Parameters
-    ----------
-    input : array_like
-        4-D in ``data_format`` order; float16, bfloat16 (``ml_dtypes.bfloat16``),
-        float32, float64 or int32.
-    filter : array_like
-        ``[filter_height, filter_width, in_channels / groups, out_channels]``
-        (HWIO), same dtype as ``input``.  The input depth may be any multiple
-        of ``filter.shape[2]``: that is a grouped convolution with
-        ``input depth / filter.shape[2]`` groups, each of
-        ``out_channels / groups`` output channels.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-    %(device)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The output, 4-D in ``data_format`` order with ``out_channels``
-        channels, dtype of ``input``.  Half types are accumulated in float32
-        and rounded once; int32 wraps modulo 2**32 as TensorFlow's does.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,6 @@ from .._backends import cpu, cuda
 from ..geometry import ConvGeometry
 from . import _forward as forward_kernel
 from . import _input_grad as kernel
-from ._docs import fill_doc
 from ._op import Call, Op
 
 __all__ = ["conv2d_backprop_input"]
@@ -198,10 +196,7 @@ def compute(plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndarray, dx: np.ndarray
     _record_scratch(scratch)  # what the benchmark reads from this op's kernel module
 
 
-cuda.declare_kernels(Path(__file__).with_name("input_grad.cu"), *(f"input_grad<{t}>" for t in range(5)),
-                     *(f"input_grad_narrow<{t}>" for t in range(5)),
-                     *(f"input_grad_tiled<{t}>" for t in range(5)),
-                     *(f"merge_chunk_partials<{t}>" for t in range(5)))
+cuda.declare_kernels(__file__, "input_grad", "input_grad_narrow", "input_grad_tiled", "merge_chunk_partials", types=5)
 
 
 def max_phase_taps(g: ConvGeometry) -> int:
@@ -236,21 +231,8 @@ def plan_on_gpu(call: Call) -> cuda.Reordered:
 
 
 def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The input gradient of :func:`conv2d_backprop_input` in float64 with loops
-    (``convviz.reference.conv2d_backprop_input`` validates the op's arguments and gives them here in
-    float64, activations in NHWC), summing ``dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]``
-    over every tap that reads a real input cell.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from convviz import reference
-    >>> reference.conv2d_backprop_input([1, 3, 3, 1], np.ones((2, 2, 1, 1)),
-    ...                                 np.ones((1, 2, 2, 1)), [1, 1, 1, 1], "VALID")[0, :, :, 0]
-    array([[1., 2., 1.],
-           [2., 4., 2.],
-           [1., 2., 1.]])
-    """
+    """``dx[n, ih, iw, ci] += sum_co dy[n, oh, ow, co] * w[kh, kw, ci, co]`` in float64, over every tap
+    that reads a real input cell: the loop of ``convviz.reference.conv2d_backprop_input``."""
     dx = np.zeros((g.batch, *g.input_hw, g.in_channels))
     for oh, ow, kh, kw, ih, iw in g.taps():
         for ins, outs in g.group_slices():
@@ -264,7 +246,7 @@ OP = Op.of_module(
     hw_sizes=True,
     tf_attrs=("use_cudnn_on_gpu",),
     fast_dtypes=(v.BFLOAT16, np.dtype(np.float16)),
-    tf_doc="""\
+    tf_examples="""\
 Examples
 --------
 >>> import numpy as np
@@ -281,21 +263,11 @@ Examples
 )
 
 
-@fill_doc
+@OP.document
 def conv2d_backprop_input(
-    input_sizes: Sequence[int] | np.ndarray,
-    filter: Any,
-    out_backprop: Any,
-    strides: Sequence[int],
-    padding: str,
-    explicit_paddings: Sequence[int] = (),
-    data_format: str = "NHWC",
-    dilations: Sequence[int] = (1, 1, 1, 1),
-    *,
-    n_threads: int | None = None,
-    device: str | None = None,
-    precision: str = "accurate",
-) -> Any:
+        input_sizes: Sequence[int] | np.ndarray, filter: Any, out_backprop: Any, strides: Sequence[int], padding: str,
+        explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1), *,
+        n_threads: int | None = None, device: str | None = None, precision: str = "accurate") -> Any:
     """Gradient of conv2d with respect to its input (TensorFlow ``Conv2DBackpropInput``).
 
     Computes ``dL/dx`` for ``y = conv2d(x, filter)`` given ``out_backprop = dL/dy``:
@@ -305,40 +277,7 @@ def conv2d_backprop_input(
     CPU kernel refuses a case (float64 dilation, grouped float64, NCHW) or gets it
     wrong, this returns the exact gradient.
 
-    Parameters
-    ----------
-    input_sizes : sequence of int
-        Shape of the convolution's input: 4 values in ``data_format`` order, or 2
-        values ``[height, width]`` (batch then comes from ``out_backprop``, depth
-        from ``filter.shape[2]``).
-    filter : array_like
-        ``[filter_height, filter_width, in_channels / groups, out_channels]``
-        (HWIO).  dtype float16, bfloat16 (``ml_dtypes.bfloat16``), float32,
-        float64 or int32.  The input depth may be any multiple of
-        ``filter.shape[2]``: that is a grouped convolution.
-    out_backprop : array_like
-        Gradient with respect to the convolution's output, 4-D in
-        ``data_format`` order; same dtype as ``filter``.  Its shape must equal the
-        forward output shape the other arguments imply.
-    %(strides)s
-    %(padding)s
-    %(explicit_paddings)s
-    %(data_format)s
-    %(dilations)s
-    %(n_threads)s
-    %(device)s
-    %(precision)s
-
-    Returns
-    -------
-    numpy.ndarray
-        The input gradient, shape ``input_sizes`` (in ``data_format`` order),
-        dtype of ``filter``.  Half types are accumulated in float32 and rounded
-        once; int32 wraps modulo 2**32 as TensorFlow's does.
-
-    Raises
-    ------
-    %(raises)s
+    %(parameters_returns_raises)s
 
     See Also
     --------

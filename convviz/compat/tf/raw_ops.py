@@ -81,10 +81,11 @@ def _docstring(op: Op) -> str:
         f"in TensorFlow.  See :func:`convviz.{op.name}` for the semantics.\n\n"
         "Returns\n-------\nnumpy.ndarray\n"
         f"    The {op.result}, in the dtype of the arrays.\n")
-    own = op.tf_doc.strip("\n")
-    if own:
-        doc += "\n" + own + "\n"
-    if "Examples\n--------" not in own:
+    if op.tf_notes:
+        doc += "\nNotes\n-----\n" + op.tf_notes.strip("\n") + "\n"
+    if op.tf_examples:
+        doc += "\n" + op.tf_examples.strip("\n") + "\n"
+    else:
         doc += "\n" + _EXAMPLE.format(name=op.name, tf_name=op.tf_name)
     return doc
 
