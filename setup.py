@@ -42,6 +42,11 @@ except ImportError:  # setuptools < 69
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXT_DIR = "_ext"
 
+sys.path.insert(0, os.path.join(HERE, EXT_DIR))
+from pyx_stubs import stub_text  # noqa: E402 -- the build's own helper, beside the kernels
+
+sys.path.pop(0)
+
 # Extension modules: every .pyx under convviz/, named by its path
 # (convviz/ops/_input_grad.pyx -> convviz.ops._input_grad).  The project's own C++
 # it links is named in the .pyx itself, on a line "# C++ (in _ext/): a.cpp b.cpp".
@@ -172,12 +177,30 @@ class BuildExt(build_ext):
 
     def run(self) -> None:
         super().run()
+        self._write_stubs()
         if self.inplace or getattr(self, "editable_mode", False):
             for stem in STALE:
                 pattern = os.path.join(HERE, stem)
                 for path in glob.glob(pattern + ".*.so") + glob.glob(pattern + ".*.pyd"):
                     print(f"convviz: removing stale {os.path.relpath(path, HERE)}", file=sys.stderr)
                     os.remove(path)
+
+    def _write_stubs(self) -> None:
+        """Each op kernel module's type stub, written from its .pyx (``_ext/pyx_stubs.py``)
+        beside the module as built, and (in-place and editable builds) beside the .pyx;
+        the machine modules (``convviz/_machine``, ``_openmp_info``) keep hand-written stubs."""
+        for ext in self.extensions:
+            if not ext.name.startswith("convviz.ops."):
+                continue
+            pyx = EXTENSIONS[ext.name][0]
+            with open(os.path.join(HERE, pyx), encoding="utf-8") as handle:
+                text = stub_text(handle.read(), ext.name)
+            stub = os.path.splitext(pyx)[0] + ".pyi"
+            places = [os.path.join(self.build_lib, stub)] + ([os.path.join(HERE, stub)] if self.inplace else [])
+            for path in places:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(text)
 
     def build_extension(self, ext: Extension) -> None:
         own = [os.path.join(EXT_DIR, source) for source in EXTENSIONS[ext.name][1]]

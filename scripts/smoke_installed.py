@@ -72,15 +72,19 @@ def check_archives(tracked: list[str], wheel: Path, sdist: Path) -> None:
         stem = pyx[: -len(".pyx")]
         compiled = [name for name in in_wheel if name.startswith(stem + ".") and name.endswith((".so", ".pyd"))]
         assert compiled, f"{wheel.name} has no compiled module for {pyx}"
+        if pyx.startswith("convviz/ops/"):  # the build writes each op kernel's stub from its .pyx
+            assert stem + ".pyi" in in_wheel, f"{wheel.name} has no type stub for {pyx}"
     with tarfile.open(sdist) as archive:
         top = archive.getnames()[0].split("/")[0]
         in_sdist = {name[len(top) + 1:] for name in archive.getnames()}
     missing = [path for path in tracked if path not in in_sdist]
     assert not missing, f"{sdist.name} lacks {len(missing)} file(s) of the checkout: {missing}"
     generated = sorted(name for name in in_sdist if name.startswith("convviz/")
-                       and name.endswith((".c", ".cpp", ".html", ".so", ".pyd")))
+                       and (name.endswith((".c", ".cpp", ".html", ".so", ".pyd"))
+                            or name.startswith("convviz/ops/_") and name.endswith(".pyi")))
     assert not generated, f"{sdist.name} ships build outputs: {generated}"
-    for needed in ("setup.py", "pyproject.toml", "MANIFEST.in", "_ext/cvz_common.hpp", "_ext/_cvz.pxd"):
+    for needed in ("setup.py", "pyproject.toml", "MANIFEST.in", "_ext/cvz_common.hpp", "_ext/_cvz.pxd",
+                   "_ext/pyx_stubs.py"):
         assert needed in in_sdist, f"{sdist.name} lacks {needed}"
     print(f"  wheel {wheel.name}: {len(in_wheel)} files, {wheel.stat().st_size / 1024:.0f} KiB; "
           f"sdist {sdist.name}: {len(in_sdist)} entries, {sdist.stat().st_size / 1024:.0f} KiB")

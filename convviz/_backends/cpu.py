@@ -197,9 +197,14 @@ Compute = Callable[["ConvPlan", np.ndarray, np.ndarray, np.ndarray, int], object
 
 def window_compute(kernel: Callable[..., int], image_first: bool = True) -> Compute:
     """The kernel call of an op whose kernel takes (image, filter, result), each with its
-    type code, then the window (``WindowKernel`` in ``convviz/ops/_kernel_types.py``: the
+    type code, then the window, threads, ISA, ``f64`` and the least parallel work (the
     depthwise forward pass and input gradient); ``image_first``: the op's first tensor
-    is the image (else its arguments are (filter, image), TensorFlow's order)."""
+    is the image (else its arguments are (filter, image), TensorFlow's order).
+
+    Every float kernel takes its tensors in logical NHWC order with any element
+    strides (an NCHW call arrives transposed; filters are HWIO or, depthwise,
+    ``[KH, KW, C, M]``), each with its type code (:data:`TYPE_CODES`), overwrites
+    its result and returns the scratch bytes it used."""
     def image_then_filter(plan: ConvPlan, image: np.ndarray, filt: np.ndarray, result: np.ndarray,
                           n_threads: int) -> None:
         code = plan.code

@@ -29,7 +29,7 @@ from depthwise_filter_grad cimport (DepthwiseFilterGradArgs, depthwise_filter_gr
 cnp.import_array()
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
@@ -41,7 +41,7 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
                           Py_ssize_t dil_h, Py_ssize_t dil_w,
                           Py_ssize_t pad_top, Py_ssize_t pad_left,
                           Py_ssize_t n_blocks, int n_threads, int isa, bint f64,
-                          double min_parallel_work):
+                          double min_parallel_work) -> int:
     """Overwrite ``filter_grad`` [KH, KW, C, M] (C-contiguous) with the gradient; return the scratch bytes used.
 
     ``input`` is [N, H, W, C], ``out_backprop`` [N, OH, OW, C * M], any strides.

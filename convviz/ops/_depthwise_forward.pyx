@@ -27,7 +27,7 @@ from depthwise_forward cimport (DepthwiseForwardArgs, depthwise_forward_prepare,
 cnp.import_array()
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
@@ -35,7 +35,7 @@ def last_scratch_bytes():
 def depthwise_forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output,
                       int y_type, Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                       Py_ssize_t pad_top, Py_ssize_t pad_left, int n_threads, int isa, bint f64,
-                      double min_parallel_work):
+                      double min_parallel_work) -> int:
     """Overwrite ``output`` [N, OH, OW, C * M] with depthwise_conv2d(input, filter); return the scratch bytes used.
 
     ``input`` is [N, H, W, C] and ``filter`` [KH, KW, C, M], any strides (in

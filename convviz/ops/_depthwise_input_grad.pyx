@@ -27,7 +27,7 @@ from depthwise_input_grad cimport (DepthwiseInputGradArgs, depthwise_input_grad_
 cnp.import_array()
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
@@ -35,7 +35,7 @@ def last_scratch_bytes():
 def depthwise_input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
                          cnp.ndarray in_backprop, int dx_type, Py_ssize_t stride_h, Py_ssize_t stride_w,
                          Py_ssize_t dil_h, Py_ssize_t dil_w, Py_ssize_t pad_top, Py_ssize_t pad_left,
-                         int n_threads, int isa, bint f64, double min_parallel_work):
+                         int n_threads, int isa, bint f64, double min_parallel_work) -> int:
     """Overwrite ``in_backprop`` [N, H, W, C] with the depthwise input gradient; return the scratch bytes used.
 
     ``out_backprop`` is [N, OH, OW, C * M] and ``filter`` [KH, KW, C, M], any

@@ -36,7 +36,7 @@ cnp.import_array()
 cdef bint _ran_on_amx = False
 
 
-def last_ran_on_amx():
+def last_ran_on_amx() -> bool:
     """Whether the calling process's most recent ``filter_grad`` or
     ``filter_grad_amx`` call ran on AMX tiles."""
     return bool(_ran_on_amx)
@@ -45,7 +45,7 @@ def last_ran_on_amx():
 def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray filter_grad, int out_type,
                     Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                     Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-                    int n_threads, double min_parallel_work):
+                    int n_threads, double min_parallel_work) -> int:
     """``filter_grad`` for bfloat16 ``input`` and ``out_backprop`` on AMX tiles
     (the caller checked that AMX is in use); return the scratch bytes used, or
     -1 (nothing written) where the shape does not suit the tiles or the values
@@ -93,7 +93,7 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     return used
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
@@ -102,7 +102,7 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
                 cnp.ndarray filter_grad, int out_type, const Py_ssize_t[:, ::1] col_ranges,
                 Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                 Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-                int n_threads, int isa, bint f64, double min_parallel_work):
+                int n_threads, int isa, bint f64, double min_parallel_work) -> int:
     """Overwrite ``filter_grad`` [KH, KW, C_in / groups, C_out] with the gradient; return the scratch bytes used.
 
     ``input`` is [N, H, W, C_in], ``out_backprop`` [N, OH, OW, C_out], any

@@ -38,7 +38,7 @@ cnp.import_array()
 # bfloat16 on AMX tiles (_ext/conv2d_amx.cpp).
 
 
-def amx_usable():
+def amx_usable() -> bool:
     """Whether bfloat16 can run on AMX tiles here: the CPU has AMX-TILE and
     AMX-BF16, this build holds the code, and Linux granted the tile state."""
     return bool(amx_bf16_usable())
@@ -47,17 +47,17 @@ def amx_usable():
 cdef bint _ran_on_amx = False
 
 
-def last_ran_on_amx():
+def last_ran_on_amx() -> bool:
     """Whether the calling process's most recent ``forward`` ran on AMX tiles."""
     return bool(_ran_on_amx)
 
 
-def amx_unusable_reason():
+def amx_unusable_reason() -> str:
     """Why bfloat16 does not run on AMX tiles here ("" when it can)."""
     return amx_bf16_unusable_reason().decode()
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
@@ -65,7 +65,7 @@ def last_scratch_bytes():
 def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output, int y_type,
             Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
             Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-            int n_threads, int isa, bint f64, double min_parallel_work, bint amx=False):
+            int n_threads, int isa, bint f64, double min_parallel_work, bint amx=False) -> int:
     """Overwrite ``output`` [N, OH, OW, C_out] with conv2d(input, filter); return the scratch bytes used.
 
     ``input`` is [N, H, W, C_in] and ``filter`` HWIO [KH, KW, C_in / groups,
@@ -126,7 +126,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     return used
 
 
-def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work):
+def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work) -> int:
     """Several bfloat16 forward calls on AMX tiles as one: ``calls`` is a list of
     (input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top,
     pad_left, groups)), arrays as ``forward`` takes them (bfloat16 input and
@@ -262,7 +262,7 @@ def forward_int32(
     Py_ssize_t groups,
     int n_threads,
     double min_parallel_work=0.0,
-):
+) -> int:
     """Overwrite ``output`` (int32 data viewed as uint32) with conv2d(input, filter); return 0.
 
     ``col_ranges[kw]`` is the half-open range of output columns whose input

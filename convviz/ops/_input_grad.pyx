@@ -30,12 +30,12 @@ from conv2d_input_grad cimport (Conv2dInputGradArgs, conv2d_input_grad_prepare, 
 cnp.import_array()
 
 
-def last_scratch_bytes():
+def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
 
 
-def record_scratch_bytes(Py_ssize_t used):
+def record_scratch_bytes(Py_ssize_t used) -> None:
     """Note ``used`` as the calling thread's most recent scratch bytes: the plan's
     total when it ran the input gradient on the forward kernel (one call per phase)."""
     record_scratch(used)
@@ -45,7 +45,7 @@ def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_
                cnp.ndarray in_backprop, int dx_type,
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
-               int n_threads, int isa, bint f64, double min_parallel_work, int dot=0):
+               int n_threads, int isa, bint f64, double min_parallel_work, int dot=0) -> int:
     """Overwrite ``in_backprop`` [N, H, W, C_in] with the input gradient; return the scratch bytes used.
 
     ``out_backprop`` is [N, OH, OW, C_out] and ``filter`` HWIO [KH, KW, C_in /

@@ -23,7 +23,7 @@ from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native"]
 
-# The kernel call (WindowKernel): image, filter, result, then the window.
+# The kernel call: image, filter, result, then the window.
 compute = cpu.window_compute(kernel.depthwise_forward)
 
 cuda.declare_kernels(__file__, "depthwise_forward_rows", "depthwise_forward_strips")

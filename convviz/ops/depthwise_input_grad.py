@@ -23,7 +23,7 @@ from ._op import Call, Op
 
 __all__ = ["depthwise_conv2d_native_backprop_input"]
 
-# The kernel call (WindowKernel): image, filter, result, then the window.
+# The kernel call: image, filter, result, then the window.
 compute = cpu.window_compute(kernel.depthwise_input_grad, image_first=False)
 
 cuda.declare_kernels(__file__, "depthwise_input_grad_rows", "depthwise_input_grad_strips")
