@@ -15,6 +15,7 @@ arguments (``out_backprop`` is ``grad_output``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from .. import ops
 from .._validate import BFLOAT16, as_int, as_int_list, check_range, check_rank4, tensor_pair
 from ..errors import InvalidArgumentError
 from ..geometry import explicit_paddings
+from ..ops._docs import fill_doc
 from ..ops.transpose import conv_transpose2d as _conv_transpose2d
 from ._window import spatial_values
 
@@ -86,6 +88,14 @@ def _check_groups(groups: Any, in_channels: int, weight_shape: tuple[int, ...], 
             f"expects C_in / groups * groups = {weight_shape[1] * count}")
 
 
+# The window arguments of torch.nn.grad's functions, documented once.
+_WINDOW_DOC = {"window": """\
+stride, padding, dilation : int or pair of ints, optional
+    As in ``torch.nn.functional.conv2d``; ``padding`` is added on both sides.
+groups : int, optional
+    Blocked connections from input to output channels."""}
+
+
 def _four_ints(value: Any, name: str, layout: str, op: str) -> tuple[int, ...]:
     sizes = as_int_list(value, name, op)
     if len(sizes) != 4:
@@ -93,15 +103,10 @@ def _four_ints(value: Any, name: str, layout: str, op: str) -> tuple[int, ...]:
     return sizes
 
 
+@partial(fill_doc, entries=_WINDOW_DOC)
 def conv2d_input(
-    input_size: Any,
-    weight: Any,
-    grad_output: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-) -> np.ndarray:
+        input_size: Any, weight: Any, grad_output: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+        groups: int = 1) -> np.ndarray:
     """``torch.nn.grad.conv2d_input``: gradient of conv2d with respect to its input.
 
     Parameters
@@ -113,10 +118,7 @@ def conv2d_input(
     grad_output : array_like
         Gradient with respect to the output, ``(N, C_out, H_out, W_out)``,
         same dtype as ``weight``.
-    stride, padding, dilation : int or pair of ints, optional
-        As in ``torch.nn.functional.conv2d``; ``padding`` is added on both sides.
-    groups : int, optional
-        Blocked connections from input to output channels.
+    %(window)s
 
     Returns
     -------
@@ -145,15 +147,10 @@ def conv2d_input(
                 stride, padding, dilation)
 
 
+@partial(fill_doc, entries=_WINDOW_DOC)
 def conv2d_weight(
-    input: Any,
-    weight_size: Any,
-    grad_output: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-) -> np.ndarray:
+        input: Any, weight_size: Any, grad_output: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+        groups: int = 1) -> np.ndarray:
     """``torch.nn.grad.conv2d_weight``: gradient of conv2d with respect to its weight.
 
     Parameters
@@ -165,10 +162,7 @@ def conv2d_weight(
     grad_output : array_like
         Gradient with respect to the output, ``(N, C_out, H_out, W_out)``,
         same dtype as ``input``.
-    stride, padding, dilation : int or pair of ints, optional
-        As in ``torch.nn.functional.conv2d``; ``padding`` is added on both sides.
-    groups : int, optional
-        Blocked connections from input to output channels.
+    %(window)s
 
     Returns
     -------
@@ -200,15 +194,8 @@ def conv2d_weight(
 
 
 def conv_transpose2d(
-    input: Any,
-    weight: Any,
-    bias: Any = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    groups: int = 1,
-    dilation: Any = 1,
-) -> np.ndarray:
+        input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+        groups: int = 1, dilation: Any = 1) -> np.ndarray:
     """``torch.nn.functional.conv_transpose2d``: :func:`convviz.conv_transpose2d`,
     also for torch tensors.
 

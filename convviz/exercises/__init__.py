@@ -7,10 +7,9 @@ figures.  Solutions stay in the notebooks, folded in ``<details>`` blocks.
 
 Examples
 --------
+A wrong answer hears what it reveals:
+
 >>> from convviz import exercises
->>> exercises.check("demo-output-size", 4)
-Right: SAME keeps ceil(7 / 2) = 4 output positions.
-True
 >>> exercises.check("demo-output-size", 3)
 Not yet: 3 is VALID's count (floor((7 - 3) / 2) + 1 = 3); SAME keeps ceil(7 / 2) = 4.
 False
@@ -43,8 +42,9 @@ class Exercise:
     why : str
         One or two sentences that explain the answer, shown when it is right.
     explain : callable, optional
-        ``explain(answer) -> str``: why this wrong answer is wrong (the usual
-        misconception it reveals); by default the expected answer and ``why``.
+        ``explain(answer)``: why this wrong answer is wrong (the usual
+        misconception it reveals), as a sentence or as a list of notes (joined
+        with "; "); by default the expected answer and ``why``.
     rtol : float
         Relative tolerance for numbers and arrays.
     """
@@ -52,8 +52,15 @@ class Exercise:
     name: str
     expected: Any
     why: str
-    explain: Callable[[Any], str] | None = None
+    explain: Callable[[Any], str | list[str]] | None = None
     rtol: float = 1e-9
+
+    def explanation(self, answer: Any) -> str:
+        """Why ``answer`` (a wrong one) is wrong."""
+        if self.explain is None:
+            return f"the answer is {self.expected!r}: {self.why}"
+        reason = self.explain(answer)
+        return reason if isinstance(reason, str) else "; ".join(reason) + "."
 
     def is_right(self, answer: Any) -> bool:
         """Whether ``answer`` equals the expected answer (sets as sets, arrays to ``rtol``)."""
@@ -143,6 +150,5 @@ def check(name: str, answer: Any) -> bool:
     if item.is_right(answer):
         print(f"Right: {item.why}")
         return True
-    reason = item.explain(answer) if item.explain else f"the answer is {item.expected!r}: {item.why}"
-    print(f"Not yet: {reason}")
+    print(f"Not yet: {item.explanation(answer)}")
     return False

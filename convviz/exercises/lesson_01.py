@@ -40,7 +40,7 @@ _VALID = AxisGeometry.from_padding(_N, _K, _S, 1, "VALID").output_size
 _SAME = AxisGeometry.from_padding(_N, _K, _S, 1, "SAME").output_size
 
 
-def _explain_output_size(answer: Any) -> str:
+def _explain_output_size(answer: Any) -> str | list[str]:
     try:
         valid, same = (int(v) for v in answer)
     except (TypeError, ValueError):
@@ -60,7 +60,7 @@ def _explain_output_size(answer: Any) -> str:
             notes.append(f"SAME {same} rounds down; SAME rounds up, ceil(8 / 3) = {_SAME}, padding the end")
         else:
             notes.append(f"SAME keeps ceil(input / stride) = ceil(8 / 3) = {_SAME} (the kernel size does not matter)")
-    return "; ".join(notes) + "."
+    return notes
 
 
 register(Exercise(

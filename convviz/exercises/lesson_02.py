@@ -67,7 +67,7 @@ _PER_ROW = (conv_matrix(_TAPS, (4, 4), 1, "SAME") != 0).sum(axis=1).reshape(4, 4
 _NONZEROS = (int(_PER_ROW[0, 0]), int(_PER_ROW[1, 1]))
 
 
-def _explain_nonzeros(answer: Any) -> str:
+def _explain_nonzeros(answer: Any) -> str | list[str]:
     pair = _pair(answer)
     if pair is None:
         return f"answer with a pair (row of output (0, 0), row of output (1, 1)); the answer is {_NONZEROS}."
@@ -84,7 +84,7 @@ def _explain_nonzeros(answer: Any) -> str:
             notes.append(f"output (0, 0) keeps the 2 x 2 taps that land inside the input: {_NONZEROS[0]}")
     if pair[1] != _NONZEROS[1]:
         notes.append(f"the window of output (1, 1) lies inside the 4x4 input: all {_NONZEROS[1]} taps are entries")
-    return "; ".join(notes) + "."
+    return notes
 
 
 register(Exercise(

@@ -21,7 +21,7 @@ _DX_SHAPE = ops.conv2d_backprop_input(list(_X_SHAPE), np.zeros(_W_SHAPE), np.zer
 _DW_SHAPE = ops.conv2d_backprop_filter(np.zeros(_X_SHAPE), list(_W_SHAPE), np.zeros(_Y_SHAPE), _STRIDES, "SAME").shape
 
 
-def _explain_shapes(answer: Any) -> str:
+def _explain_shapes(answer: Any) -> str | list[str]:
     try:
         dx, dw = (tuple(int(v) for v in part) for part in answer)
     except (TypeError, ValueError):
@@ -42,7 +42,7 @@ def _explain_shapes(answer: Any) -> str:
                          f"shape {_DW_SHAPE}, with no batch axis")
         else:
             notes.append(f"dL/dW has the filter's shape, {_DW_SHAPE}: one number per weight")
-    return "; ".join(notes) + "."
+    return notes
 
 
 register(Exercise(

@@ -12,11 +12,13 @@ and ``dout`` is checked against ``input_size``.  Errors name the primitive
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ... import ops as _ops
+from ...ops._docs import fill_doc
 from ..._validate import as_tensor
 from ...errors import InvalidArgumentError
 from ...geometry import explicit_paddings
@@ -77,6 +79,29 @@ def _four_pads(prim: str, value: Any, name: str) -> tuple[int, int, int, int]:
         if not _is_int(item):
             raise TypeError(f"For '{prim}', each item of '{name}' must be an int, but got {item!r}.")
     return tuple(int(v) for v in value)  # type: ignore[return-value]
+
+
+# What the primitives document alike: the attributes they share, and the checks of
+# their constructor (``_Conv2DPrimitive.__init__``).
+_DOCS = {
+    "stride_dilation_group": """\
+stride, dilation : int, tuple of 2 or tuple of 4 ints, optional
+    A 4-tuple is ``(1, 1, H, W)``.
+group : int, optional
+    Number of groups: ``C_in = weight.shape[1] * group`` (NCHW).""",
+    "raises": """\
+Raises
+------
+TypeError
+    If ``kernel_size``, ``stride``, ``pad`` or ``dilation`` is neither an int
+    nor a tuple, or ``out_channel``, ``mode`` or ``group`` is not an int.
+ValueError
+    If ``kernel_size``, ``stride`` or ``dilation`` is less than 1, ``mode`` is
+    not 1, ``pad_mode`` is not one of the three, ``pad`` is a tuple of length
+    other than 4, ``pad`` is non-zero while ``pad_mode`` is not "pad",
+    ``data_format`` is neither "NCHW" nor "NHWC", or ``out_channel`` is not a
+    multiple of ``group``.""",
+}
 
 
 class _Conv2DPrimitive:
@@ -196,6 +221,7 @@ class _Conv2DPrimitive:
             op=self.name, default_float=np.float32)
 
 
+@partial(fill_doc, entries=_DOCS)
 class Conv2D(_Conv2DPrimitive):
     """2-D convolution (a cross-correlation), MindSpore's primitive interface.
 
@@ -212,23 +238,11 @@ class Conv2D(_Conv2DPrimitive):
         the bottom/right); "pad" uses ``pad``.  Lower case, as MindSpore checks it.
     pad : int or tuple of 4 ints, optional
         ``(top, bottom, left, right)``; must be 0 unless ``pad_mode == "pad"``.
-    stride, dilation : int, tuple of 2 or tuple of 4 ints, optional
-        A 4-tuple is ``(1, 1, H, W)``.
-    group : int, optional
-        Number of groups: ``C_in = weight.shape[1] * group`` (NCHW).
+    %(stride_dilation_group)s
     data_format : {"NCHW", "NHWC"}, optional
         Layout of ``x`` and the result.
 
-    Raises
-    ------
-    TypeError
-        If ``kernel_size``, ``stride``, ``pad`` or ``dilation`` is neither an int
-        nor a tuple, or ``out_channel`` or ``group`` is not an int.
-    ValueError
-        If ``kernel_size``, ``stride`` or ``dilation`` is less than 1, ``pad_mode``
-        is not one of the three, ``pad`` is a tuple of length other than 4, ``pad``
-        is non-zero while ``pad_mode`` is not "pad", ``data_format`` is neither
-        "NCHW" nor "NHWC", or ``out_channel`` is not a multiple of ``group``.
+    %(raises)s
 
     Examples
     --------
@@ -295,6 +309,7 @@ class Conv2D(_Conv2DPrimitive):
         return self._run("conv2d", (x, filter_hwio))
 
 
+@partial(fill_doc, entries=_DOCS)
 class Conv2DBackpropInput(_Conv2DPrimitive):
     """Gradient of conv2d with respect to its input, MindSpore's primitive interface.
 
@@ -314,23 +329,11 @@ class Conv2DBackpropInput(_Conv2DPrimitive):
         ``pad_mode`` implies (as MindSpore's Conv2D gradient passes it).
     mode : int, optional
         Must be 1 (cross-correlation), the only mode MindSpore accepts.
-    stride, dilation : int, tuple of 2 or tuple of 4 ints, optional
-        A 4-tuple is ``(1, 1, H, W)``.
-    group : int, optional
-        Number of groups: ``C_in = weight.shape[1] * group`` (NCHW).
+    %(stride_dilation_group)s
     data_format : {"NCHW", "NHWC"}, optional
         Layout of ``dout``, ``input_size`` and the result.
 
-    Raises
-    ------
-    TypeError
-        If ``kernel_size``, ``stride``, ``pad`` or ``dilation`` is neither an int
-        nor a tuple, or ``out_channel`` or ``group`` is not an int.
-    ValueError
-        If ``kernel_size``, ``stride`` or ``dilation`` is less than 1, ``pad_mode``
-        is not one of the three, ``pad`` is a tuple of length other than 4, ``pad``
-        is non-zero while ``pad_mode`` is not "pad", or ``data_format`` is neither
-        "NCHW" nor "NHWC".
+    %(raises)s
 
     Examples
     --------

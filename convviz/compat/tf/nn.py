@@ -27,14 +27,8 @@ __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_
 
 
 def conv2d(
-    input: Any,
-    filters: Any,
-    strides: Any,
-    padding: Any,
-    data_format: str = "NHWC",
-    dilations: Any = None,
-    name: str | None = None,
-) -> np.ndarray:
+        input: Any, filters: Any, strides: Any, padding: Any, data_format: str = "NHWC", dilations: Any = None,
+        name: str | None = None) -> np.ndarray:
     """``tf.nn.conv2d``: 2-D convolution (a cross-correlation), grouped.
 
     ``input`` may have more than 4 dimensions: all but the inner 3 are batch
@@ -81,17 +75,9 @@ def conv2d(
 
 
 def conv2d_backprop_input(
-    input_sizes: Any,
-    filter: Any = None,
-    out_backprop: Any = None,
-    strides: Any = None,
-    padding: Any = None,
-    use_cudnn_on_gpu: bool = True,
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-    filters: Any = None,
-) -> np.ndarray:
+        input_sizes: Any, filter: Any = None, out_backprop: Any = None, strides: Any = None, padding: Any = None,
+        use_cudnn_on_gpu: bool = True, data_format: str = "NHWC", dilations: Any = (1, 1, 1, 1),
+        name: str | None = None, filters: Any = None) -> np.ndarray:
     """``tf.compat.v1.nn.conv2d_backprop_input``: gradient of conv2d w.r.t. its input.
 
     ``padding`` is "SAME", "VALID", or a list of 4 ``(before, after)`` pairs in
@@ -121,16 +107,8 @@ def conv2d_backprop_input(
 
 
 def conv2d_backprop_filter(
-    input: Any,
-    filter_sizes: Any,
-    out_backprop: Any,
-    strides: Any,
-    padding: Any,
-    use_cudnn_on_gpu: bool = True,
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-) -> np.ndarray:
+        input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any, use_cudnn_on_gpu: bool = True,
+        data_format: str = "NHWC", dilations: Any = (1, 1, 1, 1), name: str | None = None) -> np.ndarray:
     """``tf.compat.v1.nn.conv2d_backprop_filter``: gradient of conv2d w.r.t. its filter.
 
     ``filter_sizes`` is the HWIO filter shape (an input depth that is a multiple
@@ -156,15 +134,8 @@ def conv2d_backprop_filter(
 
 
 def conv2d_transpose(
-    input: Any,
-    filters: Any,
-    output_shape: Any,
-    strides: Any,
-    padding: Any = "SAME",
-    data_format: str = "NHWC",
-    dilations: Any = None,
-    name: str | None = None,
-) -> np.ndarray:
+        input: Any, filters: Any, output_shape: Any, strides: Any, padding: Any = "SAME", data_format: str = "NHWC",
+        dilations: Any = None, name: str | None = None) -> np.ndarray:
     """``tf.nn.conv2d_transpose``: the transpose (input gradient) of conv2d.
 
     Exactly ``Conv2DBackpropInput(input_sizes=output_shape, filter=filters,
@@ -198,14 +169,8 @@ def conv2d_transpose(
 
 
 def depthwise_conv2d(
-    input: Any,
-    filter: Any,
-    strides: Any,
-    padding: Any,
-    data_format: str | None = None,
-    dilations: Any = None,
-    name: str | None = None,
-) -> np.ndarray:
+        input: Any, filter: Any, strides: Any, padding: Any, data_format: str | None = None, dilations: Any = None,
+        name: str | None = None) -> np.ndarray:
     """``tf.nn.depthwise_conv2d``: each input channel convolved with its own filters.
 
     ``filter`` is ``[filter_height, filter_width, in_channels,
@@ -246,15 +211,8 @@ def depthwise_conv2d(
 
 
 def depthwise_conv2d_backprop_input(
-    input_sizes: Any,
-    filter: Any,
-    out_backprop: Any,
-    strides: Any,
-    padding: Any,
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-) -> np.ndarray:
+        input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any, data_format: str = "NHWC",
+        dilations: Any = (1, 1, 1, 1), name: str | None = None) -> np.ndarray:
     """``tf.nn.depthwise_conv2d_backprop_input``: depthwise conv's gradient w.r.t. its input.
 
     Also ``tf.compat.v1.nn.depthwise_conv2d_native_backprop_input`` (the same
@@ -278,15 +236,8 @@ def depthwise_conv2d_backprop_input(
 
 
 def depthwise_conv2d_native_backprop_filter(
-    input: Any,
-    filter_sizes: Any,
-    out_backprop: Any,
-    strides: Any,
-    padding: Any,
-    data_format: str = "NHWC",
-    dilations: Any = (1, 1, 1, 1),
-    name: str | None = None,
-) -> np.ndarray:
+        input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any, data_format: str = "NHWC",
+        dilations: Any = (1, 1, 1, 1), name: str | None = None) -> np.ndarray:
     """``tf.nn.depthwise_conv2d_backprop_filter``: depthwise filter gradient.
 
     Also ``tf.compat.v1.nn.depthwise_conv2d_native_backprop_filter`` (the same
