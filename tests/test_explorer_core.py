@@ -62,6 +62,18 @@ def test_the_grid_is_wide_enough():
     assert any(c["values"] == "decimals" for c in CASES)
 
 
+def test_the_explorer_ops_are_the_records_explorer_ids():
+    """The menu lists exactly the ops whose record names an explorer id, and each
+    op's panels come from its arguments' roles (the input gradient: W and dL/dy)."""
+    from convviz.explorer._setting import OPS, RECORDS, build_geometry, defaults, input_shapes
+    from convviz.ops import OPS as RECORD_LIST
+
+    assert sorted(OPS) == sorted(op.explorer for op in RECORD_LIST if op.explorer)
+    assert RECORDS["input_grad"].name == "conv2d_backprop_input"
+    params = defaults()
+    assert set(input_shapes(params, build_geometry(params))) == {"w", "dy"}
+
+
 def test_parameter_tables_agree(node_results):
     js = node_results["params"]
     assert list(js) == list(PARAMS)

@@ -18,8 +18,14 @@ import numpy as np
 
 from .. import ops
 from ..geometry import ConvGeometry
+from ..ops._op import ROLES
 
+#: The op records the explorer shows, by their explorer id (``Op.explorer``).
+RECORDS = {op.explorer: op for op in ops.OPS if op.explorer is not None}
+#: The explorer's ops in its menu's order (``core.OPS``): the ids of :data:`RECORDS`.
 OPS = ("input_grad", "depthwise_filter_grad", "forward")
+#: The panel of each tensor role: as given, and as the op's result.
+PANELS = {"input": ("x", "dx"), "filter": ("w", "dw"), "output": ("dy", "y")}
 #: Old op names still accepted (calls, notebooks and links made before the rename), each with its name now.
 OP_ALIASES = {"filter_grad": "depthwise_filter_grad"}
 PADDINGS = ("SAME", "VALID", "EXPLICIT")
@@ -154,23 +160,28 @@ class Computed:
 def build_geometry(params: dict[str, Any]) -> ConvGeometry:
     """The :class:`~convviz.geometry.ConvGeometry` of a setting (one channel, or the multiplier's)."""
     p = params
-    multiplier = p["multiplier"] if p["op"] == "depthwise_filter_grad" else 1
+    depthwise = RECORDS[p["op"]].depthwise
+    multiplier = p["multiplier"] if depthwise else 1
     return ConvGeometry.build(
         batch=1, input_hw=(p["input_h"], p["input_w"]), in_channels=1, out_channels=multiplier,
         kernel_hw=(p["kernel_h"], p["kernel_w"]), strides=(p["stride_h"], p["stride_w"]),
         dilations=(p["dilation_h"], p["dilation_w"]), padding=p["padding"],
         explicit_paddings=(p["pad_top"], p["pad_bottom"], p["pad_left"], p["pad_right"]),
-        depthwise=p["op"] == "depthwise_filter_grad")
+        depthwise=depthwise)
 
 
 def input_shapes(params: dict[str, Any], g: ConvGeometry) -> dict[str, tuple[int, int, int]]:
-    """``{panel: (rows, cols, channels)}`` of the op's inputs (``core.inputShapes``)."""
-    (h, w), (kh, kw), (oh, ow) = g.input_hw, g.kernel_hw, g.output_hw
-    return {
-        "input_grad": {"w": (kh, kw, 1), "dy": (oh, ow, 1)},
-        "depthwise_filter_grad": {"x": (h, w, 1), "dy": (oh, ow, g.multiplier)},
-        "forward": {"x": (h, w, 1), "w": (kh, kw, 1)},
-    }[params["op"]]
+    """``{panel: (rows, cols, channels)}`` of the op's inputs (``core.inputShapes``): its
+    record's tensors, each in its role's panel; the output's channels are the multiplier's."""
+    shapes = {"input": (*g.input_hw, 1), "filter": (*g.kernel_hw, 1), "output": (*g.output_hw, g.multiplier)}
+    record = RECORDS[params["op"]]
+    return {PANELS[ROLES[name]][0]: shapes[ROLES[name]] for name in record.tensors}
+
+
+def _as_tensor(plane: np.ndarray, role: str) -> np.ndarray:
+    """A ``[channels, rows, cols]`` panel as the op's 4-D tensor: one image (NHWC) or a
+    filter [KH, KW, 1, channels]."""
+    return plane.transpose(1, 2, 0)[None] if role != "filter" else plane.transpose(1, 2, 0)[:, :, None, :]
 
 
 def compute(params: dict[str, Any], given: dict[str, np.ndarray] | None = None) -> Computed | None:
@@ -200,20 +211,14 @@ def compute(params: dict[str, Any], given: dict[str, np.ndarray] | None = None) 
     strides, dilations = [1, p["stride_h"], p["stride_w"], 1], [1, p["dilation_h"], p["dilation_w"], 1]
     explicit = ([0, 0, p["pad_top"], p["pad_bottom"], p["pad_left"], p["pad_right"], 0, 0]
                 if p["padding"] == "EXPLICIT" else [])
-    window = dict(strides=strides, padding=p["padding"], explicit_paddings=explicit, dilations=dilations)
-    op = p["op"]
-    if op == "input_grad":
-        dx = ops.conv2d_backprop_input(
-            [1, *g.input_hw, 1], inputs["w"][0][:, :, None, None], inputs["dy"][0][None, :, :, None], **window)
-        return Computed(g, inputs, "dx", dx[0].transpose(2, 0, 1), "convviz.conv2d_backprop_input (float64)")
-    if op == "depthwise_filter_grad":
-        dy = inputs["dy"].transpose(1, 2, 0)[None]  # [1, OH, OW, M]
-        dw = ops.depthwise_conv2d_native_backprop_filter(
-            inputs["x"][0][None, :, :, None], [*g.kernel_hw, 1, g.multiplier], dy, **window)
-        return Computed(g, inputs, "dw", dw[:, :, 0, :].transpose(2, 0, 1),
-                        "convviz.depthwise_conv2d_native_backprop_filter (float64)")
-    y = ops.conv2d(inputs["x"][0][None, :, :, None], inputs["w"][0][:, :, None, None], **window)
-    return Computed(g, inputs, "y", y[0].transpose(2, 0, 1), "convviz.conv2d (float64)")
+    record = RECORDS[p["op"]]
+    shapes = {"input": [1, *g.input_hw, 1], "filter": [*g.kernel_hw, 1, g.multiplier]}
+    args = [shapes[ROLES[name]] if name.endswith("_sizes") else _as_tensor(inputs[PANELS[ROLES[name]][0]], ROLES[name])
+            for name in record.args]
+    result = record.run(*args, strides, p["padding"], explicit, "NHWC", dilations, None)
+    plane = result[:, :, 0, :] if record.result_role == "filter" else result[0]  # [rows, cols, channels]
+    return Computed(g, inputs, PANELS[record.result_role][1], plane.transpose(2, 0, 1),
+                    f"convviz.{record.name} (float64)")
 
 
 def to_wire(array: np.ndarray, caption: str = "") -> dict[str, Any]:
