@@ -247,18 +247,9 @@ class ConvLayer:
     _OPS: ClassVar[_Ops]
 
     def __init__(
-        self,
-        filter: Any,
-        bias: Any = None,
-        strides: IntOrSequence = 1,
-        padding: str = "SAME",
-        explicit_paddings: Sequence[int] = (),
-        data_format: str = "NHWC",
-        dilations: IntOrSequence = 1,
-        *,
-        n_threads: int | None = None,
-        name: str | None = None,
-    ) -> None:
+            self, filter: Any, bias: Any = None, strides: IntOrSequence = 1, padding: str = "SAME",
+            explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: IntOrSequence = 1, *,
+            n_threads: int | None = None, name: str | None = None) -> None:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"{type(self).__name__}: name must be a string or None, got {type(name).__name__}")
         self.name = name
@@ -706,36 +697,18 @@ class Conv2D(ConvLayer):
     _OPS: ClassVar[_Ops] = _Ops(conv2d, conv2d_backprop_input, conv2d_backprop_filter)
 
     def __init__(
-        self,
-        filter: Any,
-        bias: Any = None,
-        strides: IntOrSequence = 1,
-        padding: str = "SAME",
-        explicit_paddings: Sequence[int] = (),
-        data_format: str = "NHWC",
-        dilations: IntOrSequence = 1,
-        *,
-        groups: int = 1,
-        n_threads: int | None = None,
-        name: str | None = None,
-    ) -> None:
+            self, filter: Any, bias: Any = None, strides: IntOrSequence = 1, padding: str = "SAME",
+            explicit_paddings: Sequence[int] = (), data_format: str = "NHWC", dilations: IntOrSequence = 1, *,
+            groups: int = 1, n_threads: int | None = None, name: str | None = None) -> None:
         self.groups = _positive_int(groups, "groups", type(self).__name__)
         super().__init__(filter, bias, strides, padding, explicit_paddings, data_format, dilations,
                          n_threads=n_threads, name=name)
 
     @classmethod
     def create(
-        cls,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: IntOrSequence,
-        *,
-        groups: int = 1,
-        use_bias: bool = True,
-        rng: int | np.random.Generator | None = None,
-        dtype: DTypeLike = np.float32,
-        **options: Unpack[LayerOptions],
-    ) -> Conv2D:
+            cls, in_channels: int, out_channels: int, kernel_size: IntOrSequence, *, groups: int = 1,
+            use_bias: bool = True, rng: int | np.random.Generator | None = None, dtype: DTypeLike = np.float32,
+            **options: Unpack[LayerOptions]) -> Conv2D:
         """A new layer with He-normal weights and a zero bias.
 
         The filter is drawn from N(0, 2 / fan_in) with ``fan_in =
@@ -854,16 +827,9 @@ class DepthwiseConv2D(ConvLayer):
 
     @classmethod
     def create(
-        cls,
-        in_channels: int,
-        kernel_size: IntOrSequence,
-        *,
-        multiplier: int = 1,
-        use_bias: bool = True,
-        rng: int | np.random.Generator | None = None,
-        dtype: DTypeLike = np.float32,
-        **options: Unpack[LayerOptions],
-    ) -> DepthwiseConv2D:
+            cls, in_channels: int, kernel_size: IntOrSequence, *, multiplier: int = 1, use_bias: bool = True,
+            rng: int | np.random.Generator | None = None, dtype: DTypeLike = np.float32,
+            **options: Unpack[LayerOptions]) -> DepthwiseConv2D:
         """A new layer with He-normal weights and a zero bias.
 
         The filter is drawn from N(0, 2 / fan_in) with ``fan_in =

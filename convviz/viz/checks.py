@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox, TransformedPath
 
+from ..ops._docs import fill_doc
 from ._offline import network_references
 from ._render import agg_canvas, layout_frozen
 from ._style import contrast_ratio
@@ -101,6 +103,13 @@ class Problem:
 # ---------------------------------------------------------------------------------
 # Colour
 
+
+# Parameters several checks document alike.
+_DOCS = {"figure_dpi": """\
+fig : Figure
+    The figure.
+dpi : float, default 150
+    Resolution the figure is saved at."""}
 
 def _hex(rgb: Any) -> str:
     return mcolors.to_hex(np.clip(np.asarray(rgb, dtype=float)[:3], 0.0, 1.0))
@@ -375,7 +384,8 @@ def text_contrast(fig: Figure, *, minimum: float = 4.5, dpi: float = 150) -> lis
     Returns
     -------
     list of Problem
-        One per text below ``minimum``, in drawing order.
+        One per text whose contrast with what lies behind it is below
+        ``minimum``, in drawing order.
 
     Examples
     --------
@@ -413,6 +423,7 @@ def _overlaps(render: _Render, tolerance_px: float) -> list[Problem]:
     return problems
 
 
+@partial(fill_doc, entries=_DOCS)
 def text_overlaps(fig: Figure, *, dpi: float = 150, tolerance_px: float = 1.0) -> list[Problem]:
     """Pairs of drawn texts whose boxes overlap at ``dpi``.
 
@@ -422,10 +433,7 @@ def text_overlaps(fig: Figure, *, dpi: float = 150, tolerance_px: float = 1.0) -
 
     Parameters
     ----------
-    fig : Figure
-        The figure.
-    dpi : float, default 150
-        Resolution the figure is saved at.
+    %(figure_dpi)s
     tolerance_px : float, default 1.0
         Overlaps smaller than this, in pixels, in width or height are ignored.
 
@@ -518,7 +526,7 @@ def small_text(fig: Figure, *, minimum_pt: float = 10.0, dpi: float = 150) -> li
     Returns
     -------
     list of Problem
-        One per text below ``minimum_pt``, in drawing order.
+        One per text drawn smaller than ``minimum_pt`` points, in drawing order.
 
     Examples
     --------
@@ -536,6 +544,7 @@ def small_text(fig: Figure, *, minimum_pt: float = 10.0, dpi: float = 150) -> li
     return _small(_render(fig, dpi, background=False).texts, minimum_pt)
 
 
+@partial(fill_doc, entries=_DOCS)
 def check_figure(fig: Figure, *, dpi: float = 150, minimum_pt: float = 10.0,
                  minimum_contrast: float = 4.5) -> list[Problem]:
     """Every legibility check on one figure, from a single render.
@@ -545,10 +554,7 @@ def check_figure(fig: Figure, *, dpi: float = 150, minimum_pt: float = 10.0,
 
     Parameters
     ----------
-    fig : Figure
-        The figure.
-    dpi : float, default 150
-        Resolution the figure is saved at.
+    %(figure_dpi)s
     minimum_pt : float, default 10.0
         Smallest font size allowed, in points.
     minimum_contrast : float, default 4.5
