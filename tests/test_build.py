@@ -145,6 +145,23 @@ BUILD_CHECK = textwrap.dedent("""
 """)
 
 
+# The sanitized build also runs these tests of single ops, from their own files: the
+# kernels per instruction set and the op's own errors.
+SANITIZED_OP_TESTS = {
+    "test_conv2d.py": ("test_forward_kernels",),
+    "test_conv2d_backprop_filter.py": ("test_dense_filter_gradient_kernels",),
+    "test_conv2d_backprop_input.py": (
+        "test_input_gradient_shapes_cover_both_kernels", "test_input_gradient_kernels",
+        "test_input_gradient_reads_wide_dy_rows_in_place", "test_input_gradient_errors",
+        "test_cve_2021_29525_division_by_zero_is_an_error", "test_cve_2022_35999_empty_out_backprop",
+        "test_cve_2021_41209_empty_filter", "test_absurd_input_sizes_are_refused_before_allocating",
+        "test_scalar_filter_is_an_error", "test_three_element_input_sizes_is_an_error"),
+    "test_depthwise_conv2d_native_backprop_filter.py": (
+        "test_filter_gradient_kernels", "test_filter_gradient_errors", "test_huge_filter_sizes_do_not_overflow",
+        "test_empty_out_backprop_in_filter_gradient_gives_zeros_not_garbage"),
+}
+
+
 @pytest.mark.skipif(not (ROOT / "setup.py").exists(), reason="needs the source tree")
 @pytest.mark.skipif(shutil.which("clang") is None or shutil.which("clang++") is None,
                     reason="clang/clang++ not on PATH (CI installs Debian's clang)")
@@ -181,6 +198,7 @@ def test_clang_serial_sanitized_build(tmp_path):
     tests = [str(ROOT / "tests" / name) for name in
              ("test_kernels.py", "test_conversions.py", "test_oracle.py", "test_inputs.py", "test_errors.py",
               "test_nonfinite.py")]
+    tests += [f"{ROOT / 'tests' / name}::{test}" for name, names in SANITIZED_OP_TESTS.items() for test in names]
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", *tests],
         cwd=tmp_path, env=dict(run_env, CONVVIZ_ALLOW_SERIAL_BUILD="1"), capture_output=True, text=True,

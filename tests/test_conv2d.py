@@ -3,8 +3,9 @@
 tests/test_every_op.py already runs its record against the float64 reference
 (every dtype, layout, padding, strides, dilations), across thread counts and
 SIMD variants, with NaN and Inf; here: known values, wide channel counts that
-take every register-tile path, the adjoint identity with the input gradient,
-int32 wrapping, its own errors, and TensorFlow / PyTorch when installed.
+take every register-tile path, the channel blocks per instruction set (packed
+whole or unit by unit, split sums), the adjoint identity with the input
+gradient, int32 wrapping, its own errors, and TensorFlow / PyTorch when installed.
 """
 
 from __future__ import annotations
@@ -147,6 +148,55 @@ def test_strided_views_give_the_same_bits(rng):
     view = x[:, ::2, 1::1, :]  # non-contiguous rows
     got = convviz.conv2d(view, filt, [1, 1], "SAME")
     assert got.tobytes() == convviz.conv2d(np.ascontiguousarray(view), filt, [1, 1], "SAME").tobytes()
+
+
+FORWARD_SHAPES = [  # (K, stride, batch, height/width, Cin, Cout, groups)
+    # channel-block units (the filter outweighs the input), blocks packed by the
+    # units themselves: 4-vector blocks on AVX-512 (rows of 7 or fewer columns)
+    # with a last block of 3 or 1 vectors, split sums (a block's filter past
+    # 128 KiB), groups, a stride
+    (3, 1, 1, 6, 40, 296, 1), (3, 1, 1, 7, 64, 304, 1), (3, 2, 1, 9, 48, 520, 2), (3, 1, 1, 5, 256, 1088, 4),
+    # output-row units: short rows (4-vector blocks), wide rows, a filter packed
+    # block by block (256 or more channels)
+    (1, 1, 8, 7, 16, 100, 1), (3, 1, 2, 20, 32, 40, 1), (3, 2, 4, 16, 64, 272, 1),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape", FORWARD_SHAPES, ids=lambda s: "k{}s{}n{}hw{}ci{}co{}g{}".format(*s))
+def test_forward_kernels(isa, shape, rng):
+    """The forward pass's channel blocks of every width, packed whole or by the
+    units that use them, with split sums; the same bits for any thread count; a
+    NaN in one block's corner tap reaches exactly the pixels whose window holds
+    it (that block alone takes the exact border path)."""
+    k, s, n, hw, cin, cout, groups = shape
+    kwargs = dict(strides=[1, s, s, 1], padding="SAME")
+    g = convviz.ConvGeometry.build(batch=n, input_hw=(hw, hw), in_channels=cin, out_channels=cout,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(1, 1), padding="SAME",
+                                   groups=groups)
+    x = rng.standard_normal(g.input_shape).astype(np.float32)
+    filt = rng.standard_normal(g.filter_shape).astype(np.float32)
+    x64, filt64 = x.astype(np.float64), filt.astype(np.float64)
+    exact = convviz.reference.conv2d(x64, filt64, **kwargs)
+    bound = convviz.reference.conv2d(np.abs(x64), np.abs(filt64), **kwargs)
+    nan_filt = filt.copy()
+    nan_filt[0, 0, 1, min(70, cout - 1)] = np.nan  # the top-left tap: reads the padding in row and column 0
+    nan_exact = convviz.reference.conv2d(x64, nan_filt.astype(np.float64), **kwargs)
+    with cpu.use_isa(isa):
+        got = [convviz.conv2d(x, filt, n_threads=t, **kwargs) for t in (1, 2, 3)]
+        got64 = convviz.conv2d(x64, filt64, **kwargs)
+        got16 = convviz.conv2d(x.astype(np.float16), filt.astype(np.float16), **kwargs)
+        got_nan = convviz.conv2d(x, nan_filt, n_threads=2, **kwargs)
+    assert_close_to_reference(got[0], exact, bound, "float32")
+    assert_close_to_reference(got64, exact, bound, "float64")
+    exact16 = convviz.reference.conv2d(x.astype(np.float16).astype(np.float64),
+                                       filt.astype(np.float16).astype(np.float64), **kwargs)
+    assert_close_to_reference(got16, exact16, bound, "float16")
+    for other in got[1:]:
+        np.testing.assert_array_equal(got[0].view(np.uint32), other.view(np.uint32))
+    np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+    finite = ~np.isnan(nan_exact)
+    assert_close_to_reference(got_nan[finite], nan_exact[finite], bound[finite], "float32")
 
 
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])

@@ -3,9 +3,10 @@
 tests/test_every_op.py already runs its record against the float64 reference
 (every dtype, layout, padding, strides, dilations), across thread counts and
 SIMD variants, with NaN and Inf; here: known values, wide channel counts that
-take every tile shape, the adjoint identity with conv2d, determinism on a
-problem big enough for many tiles, its own errors, and TensorFlow / PyTorch when
-installed.
+take every tile shape, the tiles per instruction set (a kernel row's taps merged,
+1x1 to 7x7, output gradients staged block by block), the adjoint identity with
+conv2d, determinism on a problem big enough for many tiles, its own errors, and
+TensorFlow / PyTorch when installed.
 """
 
 from __future__ import annotations
@@ -81,6 +82,49 @@ def test_wide_channels_on_every_simd_variant(case, data_format, dtype, rng):
                 got = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
             assert got.dtype == DTYPES[dtype] and got.shape == tuple(sizes)
             assert_close_to_reference(got, exact, bound, dtype)
+
+
+DENSE_FILTER_SHAPES = [  # (K, stride, dilation, width, Cin, Cout, groups)
+    (7, 2, 1, 21, 3, 64, 1), (7, 1, 1, 9, 3, 16, 1), (5, 1, 1, 11, 2, 40, 1), (4, 3, 1, 12, 1, 17, 1),
+    (3, 1, 1, 37, 3, 8, 1), (7, 2, 1, 30, 8, 32, 1), (5, 1, 2, 13, 3, 16, 1), (3, 1, 1, 14, 6, 12, 2),
+    (1, 1, 1, 19, 40, 24, 1), (5, 2, 1, 9, 16, 48, 1),
+    # 128 or more output channels: dy staged channel block by channel block
+    # (a last block of 1 vector, groups, a merged stem with 4-vector blocks)
+    (3, 1, 1, 9, 16, 136, 1), (3, 2, 1, 11, 32, 256, 2), (7, 2, 1, 21, 3, 160, 1), (1, 1, 1, 7, 24, 200, 1),
+    # 1x1 with blocked dy: tiles ordered by channel block, each unit staging its own blocks (groups too)
+    (1, 1, 1, 9, 32, 256, 2),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape", DENSE_FILTER_SHAPES, ids=lambda s: "k{}s{}d{}w{}ci{}co{}g{}".format(*s))
+def test_dense_filter_gradient_kernels(isa, shape, rng):
+    """Every tile shape of the dense filter gradient, with kernels up to 7x7
+    (whose per-row tables the scratch must hold), and a kernel row's taps merged
+    into one run for a few input channels (Cin <= MR/4, no groups or dilation):
+    the interior through the tiles, the border columns pair by pair, so a NaN
+    in the output gradient reaches exactly the taps the reference puts it in."""
+    k, s, d, w, cin, cout, groups = shape
+    kwargs = dict(strides=[1, s, s, 1], padding="SAME", dilations=[1, d, d, 1])
+    g = convviz.ConvGeometry.build(batch=2, input_hw=(6, w), in_channels=cin, out_channels=cout,
+                                   kernel_hw=(k, k), strides=(s, s), dilations=(d, d), padding="SAME",
+                                   groups=groups)
+    x = rng.standard_normal(g.input_shape).astype(np.float32)
+    dy = rng.standard_normal(g.output_shape).astype(np.float32)
+    sizes = list(g.filter_shape)
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    exact = convviz.reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
+    bound = convviz.reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
+    nan_dy = dy.copy()
+    nan_dy[1, -1, 0, :] = np.nan  # a border column: some taps of a merged row read the padding there
+    nan_exact = convviz.reference.conv2d_backprop_filter(x64, sizes, nan_dy.astype(np.float64), **kwargs)
+    with cpu.use_isa(isa):
+        got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
+        got_nan = convviz.conv2d_backprop_filter(x, sizes, nan_dy, **kwargs)
+    assert_close_to_reference(got[0], exact, bound, "float32")
+    for other in got[1:]:
+        np.testing.assert_array_equal(got[0].view(np.uint32), other.view(np.uint32))
+    np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
 
 
 def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
