@@ -70,7 +70,8 @@ EXTENSIONS = _discover_extensions()
 # in-place and editable builds delete copies left there, so none is imported.
 STALE = ["convviz/_input_grad", "convviz/_depthwise_filter_grad"]
 
-HEADERS = sorted(glob.glob(os.path.join(EXT_DIR, "*.hpp")) + glob.glob(os.path.join(EXT_DIR, "*.pxd")))
+HEADERS = sorted(glob.glob(os.path.join(EXT_DIR, "*.hpp")) + glob.glob(os.path.join(EXT_DIR, "*.pxd"))
+                 + glob.glob(os.path.join(EXT_DIR, "*.pxi")))
 
 OPENMP_PROBE = textwrap.dedent(
     """
@@ -194,7 +195,7 @@ class BuildExt(build_ext):
                 continue
             pyx = EXTENSIONS[ext.name][0]
             with open(os.path.join(HERE, pyx), encoding="utf-8") as handle:
-                text = stub_text(handle.read(), ext.name)
+                text = stub_text(handle.read(), ext.name, include_dir=os.path.join(HERE, EXT_DIR))
             stub = os.path.splitext(pyx)[0] + ".pyi"
             places = [os.path.join(self.build_lib, stub)] + ([os.path.join(HERE, stub)] if self.inplace else [])
             for path in places:

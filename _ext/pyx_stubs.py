@@ -61,8 +61,12 @@ def _stub_param(param: str, where: str) -> str:
     return f"{match['name']}: {kind}{default}"
 
 
-def stub_text(pyx_source: str, module: str) -> str:
-    """The ``.pyi`` text for the Cython module ``module`` whose source is ``pyx_source``.
+_INCLUDE = re.compile(r'^include "(?P<name>[\w.]+)"\s*$', re.MULTILINE)
+
+
+def stub_text(pyx_source: str, module: str, include_dir: str | None = None) -> str:
+    """The ``.pyi`` text for the Cython module ``module`` whose source is ``pyx_source``
+    (its ``include "x.pxi"`` lines read from ``include_dir``, ``_ext/``, first).
 
     Examples
     --------
@@ -70,6 +74,12 @@ def stub_text(pyx_source: str, module: str) -> str:
     >>> print(text.splitlines()[-2])
     def f(a: npt.NDArray[Any], n: int, f64: bool = False) -> int:
     """
+    if include_dir is not None:
+        def included(match: re.Match[str]) -> str:
+            with open(f"{include_dir}/{match['name']}", encoding="utf-8") as handle:
+                return handle.read()
+
+        pyx_source = _INCLUDE.sub(included, pyx_source)
     functions = []
     for match in _DEF.finditer(pyx_source):
         where = f"{module}.{match['name']}"

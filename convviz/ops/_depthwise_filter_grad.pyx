@@ -13,25 +13,17 @@ added in block order.  No thread ever adds into shared memory, and the grouping
 of the sum is the same for 1 or 64 threads: results are bitwise identical.
 The C++ kernel is ``_ext/depthwise_filter_grad.cpp``.
 
-The kernel function returns the bytes of scratch memory it allocated (partial
-sums, per-thread buffers); ``last_scratch_bytes()`` gives the calling thread's
-most recent value (the benchmark counts it as memory beyond the output).
+Scratch memory (see _ext/kernel_module.pxi): partial sums, per-thread buffers.
 """
 
-cimport numpy as cnp
+include "kernel_module.pxi"
+
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (array_data, free_aligned, idx, record_scratch, recorded_scratch, run_units, scratch_alloc,
+from _cvz cimport (array_data, free_aligned, idx, record_scratch, run_units, scratch_alloc,
                    threads_for)
 from depthwise_filter_grad cimport (DepthwiseFilterGradArgs, depthwise_filter_grad_prepare,
                                     depthwise_filter_grad_block, depthwise_filter_grad_merge)
-
-cnp.import_array()
-
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return recorded_scratch()
 
 
 def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,

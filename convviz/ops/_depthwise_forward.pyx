@@ -12,24 +12,15 @@ each row is written by exactly one thread, and each element sums its taps in
 one fixed order, so results are bitwise identical for any thread count.  Half
 types are read into float32 and rounded once at the end.
 
-The kernel function returns the bytes of scratch memory it allocated (packed
-filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
-thread's most recent value (the benchmark counts it as memory beyond the output).
+Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 """
 
-cimport numpy as cnp
+include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
                    scratch_alloc, threads_for)
 from depthwise_forward cimport (DepthwiseForwardArgs, depthwise_forward_prepare, depthwise_forward_pack,
                                 depthwise_forward_row)
-
-cnp.import_array()
-
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return recorded_scratch()
 
 
 def depthwise_forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output,

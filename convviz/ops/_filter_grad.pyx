@@ -13,21 +13,17 @@ problem size) and belongs to one thread, so results are bitwise identical for
 any thread count and no thread adds into another's memory.  Half types are
 read into float32 and rounded once at the end.
 
-The kernel function returns the bytes of scratch memory it allocated (tile
-sums, per-thread staged rows); ``last_scratch_bytes()`` gives the calling
-thread's most recent value (the benchmark counts it as memory beyond the output).
+Scratch memory (see _ext/kernel_module.pxi): tile sums, per-thread staged rows.
 """
 
-cimport numpy as cnp
+include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
                    scratch_alloc, scratch_alloc_unzeroed, threads_for)
 from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
                                      conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
                                      conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
 from conv2d_filter_grad cimport Conv2dFilterGradArgs, conv2d_filter_grad_prepare, conv2d_filter_grad_unit
-
-cnp.import_array()
 
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
@@ -91,11 +87,6 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     _ran_on_amx = True
     record_scratch(used)
     return used
-
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return recorded_scratch()
 
 
 def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,

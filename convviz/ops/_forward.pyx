@@ -16,23 +16,20 @@ any thread count.  Half types are read into float32 and rounded once at the end.
 multiply-add modulo 2**32 is exactly TensorFlow's wrapping int32 arithmetic,
 without signed-overflow undefined behaviour.
 
-Each kernel function returns the bytes of scratch memory it allocated (packed
-filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
-thread's most recent value (the benchmark counts it as memory beyond the output).
+Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 """
 
-cimport numpy as cnp
+include "kernel_module.pxi"
+
 from libc.stdlib cimport calloc, free
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
                    scratch_alloc, scratch_alloc_unzeroed, threads_for)
 from conv2d_forward cimport (Conv2dForwardArgs, conv2d_forward_prepare, conv2d_forward_pack, conv2d_forward_row,
                              conv2d_forward_block, conv2d_forward_row_chunks, conv2d_forward_stage)
 from conv2d_amx cimport (Conv2dAmxArgs, amx_bf16_usable, amx_bf16_unusable_reason, conv2d_amx_prepare,
                          conv2d_amx_exact, Conv2dAmxBatch, conv2d_amx_batch_stage, conv2d_amx_batch_block)
-
-cnp.import_array()
 
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx.cpp).
@@ -55,11 +52,6 @@ def last_ran_on_amx() -> bool:
 def amx_unusable_reason() -> str:
     """Why bfloat16 does not run on AMX tiles here ("" when it can)."""
     return amx_bf16_unusable_reason().decode()
-
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return recorded_scratch()
 
 
 def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.ndarray output, int y_type,

@@ -15,24 +15,15 @@ thread count.  Half types are read into float32 and rounded once at the end.
 (int32 runs on the forward pass's ``forward_int32``, once per stride phase: see
 ``convviz.ops.input_grad``.)
 
-Each kernel function returns the bytes of scratch memory it allocated (packed
-filter, per-thread buffers); ``last_scratch_bytes()`` gives the calling
-thread's most recent value (the benchmark counts it as memory beyond the output).
+Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 """
 
-cimport numpy as cnp
+include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, recorded_scratch, run_units,
+from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
                    scratch_alloc, threads_for)
 from conv2d_input_grad cimport (Conv2dInputGradArgs, conv2d_input_grad_prepare, conv2d_input_grad_pack,
                                 conv2d_input_grad_row)
-
-cnp.import_array()
-
-
-def last_scratch_bytes() -> int:
-    """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
-    return recorded_scratch()
 
 
 def record_scratch_bytes(Py_ssize_t used) -> None:
