@@ -13,6 +13,16 @@ cdef extern from "cvz_common.hpp" namespace "cvz" nogil:
     void* alloc_aligned(size_t bytes)
     void free_aligned(void* p)
 
+    # The kernels' type codes.
+    enum DType:
+        F16, BF16, F32, F64
+
+    # One tensor of a kernel's arguments: data, type code, 4 strides in elements.
+    cdef cppclass Tensor:
+        void* data
+        int type
+        idx s[4]
+
     # What every dense op's argument struct derives from (cvz_common.hpp).
     cdef cppclass ConvDims:
         idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
@@ -56,6 +66,32 @@ cdef inline void conv_dims(ConvDims* d, cnp.ndarray inputs, cnp.ndarray outputs,
     d.sh, d.sw, d.dh, d.dw, d.pt, d.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
 
 
+cdef inline void tensor(Tensor* t, cnp.ndarray array, int type_code) noexcept:
+    """``array``'s data pointer, its type code and its 4 strides in elements, into ``t``."""
+    t.data = array_data(array, t.s)
+    t.type = type_code
+
+
+cdef inline void conv_args(ConvDims* d, Tensor* input, cnp.ndarray input_array, int input_type,
+                           Tensor* filter, cnp.ndarray filter_array, int filter_type,
+                           Tensor* output, cnp.ndarray output_array, int output_type, idx cin_g, idx groups,
+                           idx stride_h, idx stride_w, idx dil_h, idx dil_w, idx pad_top, idx pad_left) noexcept:
+    """A kernel's three tensors by their roles in the convolution -- the input-shaped
+    one [N, H, W, C_in], the filter [KH, KW, ...] and the output-shaped one [N, OH,
+    OW, C_out], whichever of them the op reads or writes -- and its sizes and window."""
+    tensor(input, input_array, input_type)
+    tensor(filter, filter_array, filter_type)
+    tensor(output, output_array, output_type)
+    conv_dims(d, input_array, output_array, filter_array.shape[0], filter_array.shape[1], cin_g, groups,
+              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
+
+
+cdef inline double conv_flops(const ConvDims* d) noexcept nogil:
+    """The convolution's multiply-adds times two (``ConvGeometry.flops``): the work that
+    decides whether a call is worth a parallel region (``threads_for``)."""
+    return 2.0 * d.N * d.OH * d.OW * d.Cout * d.KH * d.KW * d.cin_g
+
+
 cdef inline int threads_for(double work, double min_parallel_work, int n_threads, idx units) noexcept nogil:
     """Threads for a call: one when the work is too small to pay for a parallel
     region, never more than its ``units`` of work (rows or blocks), at least one."""
@@ -80,6 +116,10 @@ cdef inline void* scratch_alloc_unzeroed(size_t bytes) except NULL:
     if p == NULL:
         raise MemoryError("convviz: cannot allocate the kernel's scratch memory")
     return p
+
+
+# A kernel's packing step: the filter into the packed buffer of args (its argument struct).
+ctypedef void (*PackFn)(void* args, int isa, int f64) noexcept nogil
 
 
 # A kernel's unit of parallel work (one output row, one block of a reduction):
@@ -134,3 +174,23 @@ cdef inline Py_ssize_t run_units(UnitFn fn, const void* args, int isa, int f64, 
     finally:
         free_aligned(scratch)
     return scratch_bytes * threads
+
+
+cdef inline Py_ssize_t run_packed(void** packed, size_t packed_bytes, PackFn pack, UnitFn fn, void* args, int isa,
+                                  int f64, idx units, int threads, size_t scratch_bytes) except -1:
+    """The kernels that pack their filter first: allocate ``*packed`` (``packed_bytes``,
+    zeroed; a member of ``args``), ``pack`` into it without the GIL, run ``fn`` on every
+    unit (``run_units``), free it; record and return the scratch bytes, the packed
+    filter's and the threads' own."""
+    cdef Py_ssize_t used = packed_bytes
+    packed[0] = NULL  # (freed below even when the allocation fails)
+    try:
+        packed[0] = scratch_alloc(packed_bytes)
+        with nogil:
+            pack(args, isa, f64)
+        used += run_units(fn, args, isa, f64, units, threads, scratch_bytes)
+    finally:
+        free_aligned(packed[0])
+        packed[0] = NULL
+    record_scratch(used)
+    return used

@@ -29,9 +29,9 @@
 namespace cvz {
 
 struct Conv2dAmxArgs : ConvDims {
-    const void* x; idx x_s[4];  // bfloat16, logical NHWC element strides
-    const void* w; idx w_s[4];  // bfloat16, HWIO [KH, KW, cin_g, Cout]
-    void* y; int y_type; idx y_s[4];
+    Tensor x;  // bfloat16, logical NHWC element strides
+    Tensor w;  // bfloat16, HWIO [KH, KW, cin_g, Cout]
+    Tensor y;
     // Filled in by conv2d_amx_prepare: the reduction chunks of 32 channels per
     // tap (cin_g rounded up), tiles of 16 output channels per group, a staged
     // pixel's elements (G * k_chunks * 32), a staged row's pixels (what the
@@ -199,9 +199,9 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->pixel_blocks = 1;
     }
     a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->Cin == a->pixel_pitch &&
-                a->pt == 0 && a->pl == 0 && a->OH == a->H && a->OW == a->W && a->x_s[3] == 1 &&
-                a->x_s[2] == a->Cin && a->x_s[1] == a->W * a->Cin;
-    if (a->direct) a->image_elems = a->x_s[0];
+                a->pt == 0 && a->pl == 0 && a->OH == a->H && a->OW == a->W && a->x.s[3] == 1 &&
+                a->x.s[2] == a->Cin && a->x.s[1] == a->W * a->Cin;
+    if (a->direct) a->image_elems = a->x.s[0];
     a->staged_elems = a->direct ? 0 : a->N * a->image_elems;
     a->packed_elems = a->G * a->n_tiles * a->KH * a->row_taps * a->k_chunks * AMX_B_TILE;
     a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->row_taps * a->n_tiles;
@@ -248,11 +248,11 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
     const idx taps = a->KH * a->row_taps;
     const idx tile_n = u % a->n_tiles, tap = (u / a->n_tiles) % taps, g = u / (taps * a->n_tiles);
     const idx kh = tap / a->row_taps, kw = tap % a->row_taps;
-    const std::uint16_t* w = (const std::uint16_t*)a->w + kh * a->w_s[0] + kw * a->w_s[1] +
-                             (g * a->cout_g + tile_n * AMX_TILE_N) * a->w_s[3];
+    const std::uint16_t* w = (const std::uint16_t*)a->w.data + kh * a->w.s[0] + kw * a->w.s[1] +
+                             (g * a->cout_g + tile_n * AMX_TILE_N) * a->w.s[3];
     // Reduction value k of the tap: input channel k (merged: tap kw = k / cin_g, channel k % cin_g).
-    const idx s_ci = a->w_s[2], s_c = a->w_s[3], k_len = a->k_len;
-    auto row_of = [&](idx k) { return a->merged ? w + (k / a->cin_g) * a->w_s[1] + (k % a->cin_g) * s_ci : w + k * s_ci; };
+    const idx s_ci = a->w.s[2], s_c = a->w.s[3], k_len = a->k_len;
+    auto row_of = [&](idx k) { return a->merged ? w + (k / a->cin_g) * a->w.s[1] + (k % a->cin_g) * s_ci : w + k * s_ci; };
     std::uint16_t* dst = (std::uint16_t*)a->packed + ((g * a->n_tiles + tile_n) * taps + tap) * a->k_chunks * AMX_B_TILE;
     const idx channels = a->cout_g - tile_n * AMX_TILE_N < AMX_TILE_N ? a->cout_g - tile_n * AMX_TILE_N : AMX_TILE_N;
     ExponentScan scan;
@@ -310,7 +310,7 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
 static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     const idx n = row / a->staged_rows, r = row % a->staged_rows, ih = a->first_row + r;
     if (a->direct) {  // the tiles read the input where it is: only its exponents
-        const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+        const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
         const idx count = a->W * a->Cin;
         ExponentScan scan;
         for (idx e = 0; e < count; e += 32) {
@@ -330,7 +330,7 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
         a->least_exponent[row] = 255;
         return;
     }
-    const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+    const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
     idx first = a->pl > 0 ? a->pl : 0, last = a->pl + a->W;
     if (first > a->row_pixels) first = a->row_pixels;
     if (last > a->row_pixels) last = a->row_pixels;
@@ -340,8 +340,8 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     ExponentScan scan;
     if (a->merged) {  // unpadded pixels of Cin values
         for (idx j = first; j < last; ++j) {
-            const std::uint16_t* px = x + (j - a->pl) * a->x_s[2];
-            for (idx c = 0; c < a->Cin; ++c) dst[j * pitch + c] = px[c * a->x_s[3]];
+            const std::uint16_t* px = x + (j - a->pl) * a->x.s[2];
+            for (idx c = 0; c < a->Cin; ++c) dst[j * pitch + c] = px[c * a->x.s[3]];
         }
         for (idx e = first * pitch; e < last * pitch; e += 32) {
             const __mmask32 lanes = first_lanes(last * pitch - e);
@@ -351,12 +351,12 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
         return;
     }
     for (idx j = first; j < last; ++j) {
-        const std::uint16_t* px = x + (j - a->pl) * a->x_s[2];
+        const std::uint16_t* px = x + (j - a->pl) * a->x.s[2];
         std::uint16_t* d = dst + j * pitch;
         for (idx g = 0; g < a->G; ++g) {
-            const std::uint16_t* src = px + g * a->cin_g * a->x_s[3];
+            const std::uint16_t* src = px + g * a->cin_g * a->x.s[3];
             std::uint16_t* out = d + g * chunk_elems;
-            if (a->x_s[3] == 1) {
+            if (a->x.s[3] == 1) {
                 for (idx c = 0; c < chunk_elems; c += 32) {  // the group's values: zero past cin_g
                     const __mmask32 lanes = first_lanes(a->cin_g - c);
                     const __m512i v = _mm512_maskz_loadu_epi16(lanes, src + c);
@@ -365,7 +365,7 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
                 }
             } else {
                 for (idx c = 0; c < a->cin_g; ++c) {
-                    const std::uint16_t v = src[c * a->x_s[3]];
+                    const std::uint16_t v = src[c * a->x.s[3]];
                     out[c] = v;
                     scan.add(v);
                 }
@@ -425,16 +425,16 @@ void amx_tiles(const std::uint16_t* const* tap_a, const std::uint16_t* const* ta
 // see AMX_EXACT_EXPONENTS, where its flushing of subnormals changes nothing),
 // every other type and layout through the AVX-512 layout moves.
 void amx_store(const Conv2dAmxArgs* a, idx offset, idx pixels, idx channels, const float* c) {
-    if (a->y_type == BF16 && a->y_s[3] == 1) {
+    if (a->y.type == BF16 && a->y.s[3] == 1) {
         const __mmask32 lanes = first_lanes(channels);
-        std::uint16_t* y = (std::uint16_t*)a->y + offset;
+        std::uint16_t* y = (std::uint16_t*)a->y.data + offset;
         for (idx p = 0; p < pixels; ++p) {
             const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(c + p * 32 + 16), _mm512_loadu_ps(c + p * 32));
-            _mm512_mask_storeu_epi16(y + p * a->y_s[2], lanes, (__m512i)v);
+            _mm512_mask_storeu_epi16(y + p * a->y.s[2], lanes, (__m512i)v);
         }
         return;
     }
-    amx::scatter_rows<float>(a->y, a->y_type, offset, pixels, a->y_s[2], channels, a->y_s[3], c, 2 * AMX_TILE_N);
+    amx::scatter_rows<float>(a->y.data, a->y.type, offset, pixels, a->y.s[2], channels, a->y.s[3], c, 2 * AMX_TILE_N);
 }
 
 }  // namespace
@@ -477,7 +477,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         else if (nt == 2) amx_tiles<1, 2>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
         else amx_tiles<1, 1>(tap_a, tap_b, n_taps, a->k_chunks, a_stride, a_second, b_next, c);
         for (idx t = 0; t < n_taps; ++t) tap_a[t] -= group_shift;
-        *y_channel = (g * a->cout_g + c0) * a->y_s[3];
+        *y_channel = (g * a->cout_g + c0) * a->y.s[3];
         return a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
     };
     if (a->flat) {
@@ -488,7 +488,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
-            const std::uint16_t* image = a->direct ? (const std::uint16_t*)a->x + n * a->x_s[0] : staged + n * a->image_elems;
+            const std::uint16_t* image = a->direct ? (const std::uint16_t*)a->x.data + n * a->x.s[0] : staged + n * a->image_elems;
             for (idx kh = 0; kh < a->KH; ++kh)
                 for (idx kw = 0; kw < row_taps; ++kw) {
                     tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
@@ -510,7 +510,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                         continue;
                     }
                     const idx run_len = a->OW - ow < m0 + pixels - m ? a->OW - ow : m0 + pixels - m;
-                    amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow * a->y_s[2] + y_channel, run_len, channels,
+                    amx_store(a, n * a->y.s[0] + oh * a->y.s[1] + ow * a->y.s[2] + y_channel, run_len, channels,
                               c + (m - m0) * 2 * AMX_TILE_N);
                     m += run_len;
                 }
@@ -539,7 +539,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 for (idx block = block_first; block < block_end; ++block) {
                     idx y_channel;
                     const idx channels = compute(block, n_taps, pixels, &y_channel);
-                    amx_store(a, n * a->y_s[0] + oh * a->y_s[1] + ow0 * a->y_s[2] + y_channel, pixels, channels, c);
+                    amx_store(a, n * a->y.s[0] + oh * a->y.s[1] + ow0 * a->y.s[2] + y_channel, pixels, channels, c);
                 }
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
             }

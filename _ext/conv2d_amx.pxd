@@ -1,6 +1,6 @@
 # The C++ interface of _ext/conv2d_amx.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,13 +9,9 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass Conv2dAmxArgs(ConvDims):
-        const void* x
-        idx x_s[4]
-        const void* w
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
+        Tensor x
+        Tensor w
+        Tensor y
         idx staged_elems, packed_elems, stage_units, units, scratch_bytes
         void* staged
         void* packed

@@ -27,9 +27,9 @@
 namespace cvz {
 
 struct Conv2dAmxFilterGradArgs : ConvDims {
-    const void* x; idx x_s[4];    // bfloat16, logical NHWC element strides
-    const void* dy; idx dy_s[4];  // bfloat16
-    void* out; int out_type; idx out_s[4];  // HWIO [KH, KW, cin_g, Cout]
+    Tensor x;    // bfloat16, logical NHWC element strides
+    Tensor dy;  // bfloat16
+    Tensor out;  // HWIO [KH, KW, cin_g, Cout]
     // Filled in by prepare: channels per group rounded up to 32 (input,
     // output), output columns rounded up to 32, a staged input row's columns
     // per stride phase and elements, a staged output-gradient row's elements,
@@ -198,7 +198,7 @@ inline void transpose_32x32_u16(__m512i r[32]) {
 // exponent (rounded down: the check stays on the safe side).
 void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
     const idx n = row / a->H, ih = row % a->H;
-    const std::uint16_t* x = (const std::uint16_t*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+    const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
     std::uint16_t* dst = (std::uint16_t*)a->x_staged + row * a->x_row_elems;
     const idx pixels = a->x_row_pixels;
     ExponentScan scan;
@@ -210,9 +210,9 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                 std::uint16_t* out = dst + ((phase * a->G + g) * a->ci_pad + c0) * pixels;
                 for (idx j0 = 0; j0 < pixels; j0 += 32) {
                     const idx iw0 = j0 * a->sw + phase - a->pl, iw31 = (j0 + 31) * a->sw + phase - a->pl;
-                    if (a->x_s[3] == 1 && lanes != 0 && iw0 >= 0 && iw31 < a->W) {  // every row a real column
-                        const std::uint16_t* src = x + iw0 * a->x_s[2] + (g * a->cin_g + c0);
-                        const idx step = a->sw * a->x_s[2];
+                    if (a->x.s[3] == 1 && lanes != 0 && iw0 >= 0 && iw31 < a->W) {  // every row a real column
+                        const std::uint16_t* src = x + iw0 * a->x.s[2] + (g * a->cin_g + c0);
+                        const idx step = a->sw * a->x.s[2];
                         for (int i = 0; i < 32; ++i) {
                             r[i] = _mm512_maskz_loadu_epi16(lanes, src + i * step);
                             scan.add(r[i], lanes);
@@ -227,12 +227,12 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                             r[i] = _mm512_setzero_si512();
                             continue;
                         }
-                        const std::uint16_t* src = x + iw * a->x_s[2] + (g * a->cin_g + c0) * a->x_s[3];
-                        if (a->x_s[3] == 1) {
+                        const std::uint16_t* src = x + iw * a->x.s[2] + (g * a->cin_g + c0) * a->x.s[3];
+                        if (a->x.s[3] == 1) {
                             r[i] = _mm512_maskz_loadu_epi16(lanes, src);
                         } else {
                             alignas(64) std::uint16_t gathered[32] = {0};
-                            for (idx c = 0; c < 32 && c0 + c < a->cin_g; ++c) gathered[c] = src[c * a->x_s[3]];
+                            for (idx c = 0; c < 32 && c0 + c < a->cin_g; ++c) gathered[c] = src[c * a->x.s[3]];
                             r[i] = _mm512_load_si512(gathered);
                         }
                         scan.add(r[i], lanes);
@@ -251,7 +251,7 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
 // 16 rows a whole pixel pair apart.
 void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
     const idx n = row / a->OH, oh = row % a->OH;
-    const std::uint16_t* dy = (const std::uint16_t*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+    const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
     std::uint16_t* dst = (std::uint16_t*)a->dy_staged + row * a->dy_row_elems;
     const idx tiles_per_pair = a->G * a->co_pad / 16;  // B tiles side by side in a 32-pixel chunk
     const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
@@ -266,14 +266,14 @@ void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                 for (int e = 0; e < 2; ++e) {
                     const idx ow = 2 * q + e;
                     if (ow >= a->OW || lanes == 0) continue;
-                    const std::uint16_t* src = dy + ow * a->dy_s[2] + (g * a->cout_g + c0) * a->dy_s[3];
+                    const std::uint16_t* src = dy + ow * a->dy.s[2] + (g * a->cout_g + c0) * a->dy.s[3];
                     __m512i v;
-                    if (a->dy_s[3] == 1) {
+                    if (a->dy.s[3] == 1) {
                         // Lanes 16e .. 16e + 15 (a masked load reads only its lanes).
                         v = _mm512_maskz_loadu_epi16(lanes << (16 * e), src - 16 * e);
                     } else {
                         alignas(64) std::uint16_t gathered[32] = {0};
-                        for (idx c = 0; c < 16 && c0 + c < a->cout_g; ++c) gathered[16 * e + c] = src[c * a->dy_s[3]];
+                        for (idx c = 0; c < 16 && c0 + c < a->cout_g; ++c) gathered[16 * e + c] = src[c * a->dy.s[3]];
                         v = _mm512_load_si512(gathered);
                     }
                     both = _mm512_or_si512(both, v);
@@ -374,9 +374,9 @@ void conv2d_amx_filter_grad_reduce(const void* args, int, int, idx block, void* 
     const idx ci_count = a->cin_g - ci0 < 32 ? a->cin_g - ci0 : 32;
     const idx co_count = a->cout_g - co0 < 32 ? a->cout_g - co0 : 32;
     if (ci_count <= 0 || co_count <= 0) return;
-    amx::scatter_rows<float>(a->out, a->out_type,
-                             kh * a->out_s[0] + kw * a->out_s[1] + ci0 * a->out_s[2] + (g * a->cout_g + co0) * a->out_s[3],
-                             ci_count, a->out_s[2], co_count, a->out_s[3], sum, 32);
+    amx::scatter_rows<float>(a->out.data, a->out.type,
+                             kh * a->out.s[0] + kw * a->out.s[1] + ci0 * a->out.s[2] + (g * a->cout_g + co0) * a->out.s[3],
+                             ci_count, a->out.s[2], co_count, a->out.s[3], sum, 32);
 }
 
 CVZ_AMX_POP

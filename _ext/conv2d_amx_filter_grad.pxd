@@ -1,6 +1,6 @@
 # The C++ interface of _ext/conv2d_amx_filter_grad.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,13 +9,9 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass Conv2dAmxFilterGradArgs(ConvDims):
-        const void* x
-        idx x_s[4]
-        const void* dy
-        idx dy_s[4]
-        void* out
-        int out_type
-        idx out_s[4]
+        Tensor x
+        Tensor dy
+        Tensor out
         idx x_row_elems, dy_row_elems, chunks, blocks, stage_units, scratch_bytes
         void* x_staged
         void* dy_staged

@@ -19,9 +19,9 @@ namespace cvz {
 // Element strides of x and dy are in logical NHWC order (the caller permutes
 // NCHW); dw is HWIO [KH, KW, cin_g, Cout] with any strides.
 struct Conv2dFilterGradArgs : ConvDims {
-    const void* x; int x_type; idx x_s[4];
-    const void* dy; int dy_type; idx dy_s[4];
-    void* out; int out_type; idx out_s[4];
+    Tensor x;
+    Tensor dy;
+    Tensor out;
     // ow_first/ow_last[kw]: the output columns whose input column through tap kw is real.
     const idx* ow_first;
     const idx* ow_last;
@@ -173,8 +173,8 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // type, pixels of contiguous channels, no channel padding; the input only
     // where every tile is as tall as its real rows (a taller tile reads past its
     // last channel, which staging leaves slack for).
-    const bool x_same = sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64;
-    const bool dy_same = sizeof(T) == 4 ? a->dy_type == F32 : a->dy_type == F64;
+    const bool x_same = sizeof(T) == 4 ? a->x.type == F32 : a->x.type == F64;
+    const bool dy_same = sizeof(T) == 4 ? a->dy.type == F32 : a->dy.type == F64;
     // Tiles are exactly as tall as their rows but for a lone tile of fewer than
     // MR/4 (filter_grad_tile_for).
     const bool exact_tiles = rows >= (FG_MR + 3) / 4;
@@ -184,7 +184,7 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // bpf_stride2's 1152 ran 10-20% slower staged.
     a->x_blocked = !a->kw_merged && a->sw * a->Cin * (idx)sizeof(T) >= 512 &&
                    2 * a->KH * a->KW * a->cout_g >= 4096 * a->sh * a->sw;
-    a->x_direct = !a->x_blocked && x_same && a->x_s[3] == 1 && a->x_s[2] == a->Cin && exact_tiles;
+    a->x_direct = !a->x_blocked && x_same && a->x.s[3] == 1 && a->x.s[2] == a->Cin && exact_tiles;
     // Pixels 512 bytes or more apart (128 float32 channels) are staged block by
     // block: a tile reading a few vectors of each pixel in place stalled on
     // every load (the prefetchers do not follow; AVX2 bpf_late, 2 KiB apart).
@@ -193,13 +193,13 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // thread staged all of it, 6.4 MB a thread in bpf_pointwise) pays: 2.98 ->
     // 2.89 ms; with 9 taps the blocks-first order ran slower (bpf_late 6.5 -> 7.1).
     a->blocks_outer = a->dy_blocked && a->KH * a->KW == 1;
-    a->dy_direct = !a->dy_blocked && dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout && a->cout_g_pad == a->cout_g;
+    a->dy_direct = !a->dy_blocked && dy_same && a->dy.s[3] == 1 && a->dy.s[2] == a->Cout && a->cout_g_pad == a->cout_g;
     idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
-    const bool out_same = sizeof(T) == 4 ? a->out_type == F32 : a->out_type == F64;
-    a->direct_out = a->N * a->OH <= chunk && out_same && a->out_s[3] == 1 && a->cout_g % a->V == 0 && !a->kw_merged;
+    const bool out_same = sizeof(T) == 4 ? a->out.type == F32 : a->out.type == F64;
+    a->direct_out = a->N * a->OH <= chunk && out_same && a->out.s[3] == 1 && a->cout_g % a->V == 0 && !a->kw_merged;
     if (a->direct_out) a->tile_elems = 0;
     // The staged rows (filter_grad_*_stage_elems), then the per-row tables:
     // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
@@ -356,17 +356,17 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
                                       idx first_block, idx last_block) {
     typedef Simd<T> S;
     const idx block = a->block_vectors * S::V;
-    const idx offset = n * a->dy_s[0] + oh * a->dy_s[1];
-    const bool plain = (sizeof(T) == 4 ? a->dy_type == F32 : a->dy_type == F64) && a->dy_s[3] == 1;
+    const idx offset = n * a->dy.s[0] + oh * a->dy.s[1];
+    const bool plain = (sizeof(T) == 4 ? a->dy.type == F32 : a->dy.type == F64) && a->dy.s[3] == 1;
     for (idx gcb = first_block; gcb <= last_block; ++gcb) {
         const idx g = gcb / a->c_blocks, cb = gcb % a->c_blocks;
         const idx c0 = cb * block, count = a->cout_g - c0 < block ? a->cout_g - c0 : block;
         T* d = dst + (g * a->c_blocks + cb) * block_span;
         if (plain && count == block) {
-            copy_channel_block<T>(d, block, (const T*)a->dy + offset + (g * a->cout_g + c0), a->dy_s[2], a->OW, count);
+            copy_channel_block<T>(d, block, (const T*)a->dy.data + offset + (g * a->cout_g + c0), a->dy.s[2], a->OW, count);
         } else {
-            gather_rows<T>(d, block, a->dy, a->dy_type, offset + (g * a->cout_g + c0) * a->dy_s[3], a->OW,
-                           a->dy_s[2], count, a->dy_s[3]);
+            gather_rows<T>(d, block, a->dy.data, a->dy.type, offset + (g * a->cout_g + c0) * a->dy.s[3], a->OW,
+                           a->dy.s[2], count, a->dy.s[3]);
         }
     }
 }
@@ -376,20 +376,20 @@ static void filter_grad_stage_blocked(const Conv2dFilterGradArgs* a, idx n, idx 
 // of each mr stays zero: the stage comes zeroed and is never written there).
 template <class T>
 static void filter_grad_stage_x_blocked(const Conv2dFilterGradArgs* a, idx n, idx ih, T* dst, idx tile_span) {
-    const bool plain = (sizeof(T) == 4 ? a->x_type == F32 : a->x_type == F64) && a->x_s[3] == 1;
+    const bool plain = (sizeof(T) == 4 ? a->x.type == F32 : a->x.type == F64) && a->x.s[3] == 1;
     const EvenSplit split(a->cin_g, a->ci_tiles);  // the tiles of filter_grad_tile_at (never merged here)
-    const idx offset = n * a->x_s[0] + ih * a->x_s[1];
+    const idx offset = n * a->x.s[0] + ih * a->x.s[1];
     for (idx g = 0; g < a->G; ++g)
         for (idx ct = 0; ct < a->ci_tiles; ++ct) {
             const idx r0 = split.first(ct), rows = split.size(ct);
             T* d = dst + (g * a->ci_tiles + ct) * tile_span;
-            const idx from = offset + (g * a->cin_g + r0) * a->x_s[3];
+            const idx from = offset + (g * a->cin_g + r0) * a->x.s[3];
             if (plain) {
-                const T* src = (const T*)a->x + from;
+                const T* src = (const T*)a->x.data + from;
                 for (idx w = 0; w < a->W; ++w)
-                    for (idx c = 0; c < rows; ++c) d[w * a->mr + c] = src[w * a->x_s[2] + c];
+                    for (idx c = 0; c < rows; ++c) d[w * a->mr + c] = src[w * a->x.s[2] + c];
             } else {
-                gather_rows<T>(d, a->mr, a->x, a->x_type, from, a->W, a->x_s[2], rows, a->x_s[3]);
+                gather_rows<T>(d, a->mr, a->x.data, a->x.type, from, a->W, a->x.s[2], rows, a->x.s[3]);
             }
         }
 }
@@ -440,16 +440,16 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         for (idx r = 0; r < n_rows; ++r) {
             const idx n = (row0 + r) / a->OH, oh = (row0 + r) % a->OH;
             if (a->dy_direct) {
-                dy_rows[r] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+                dy_rows[r] = (const T*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
             } else if (a->dy_blocked) {
                 filter_grad_stage_blocked<T>(a, n, oh, dy_stage + r * a->OW * block, chunk_rows * a->OW * block,
                                              first_block, last_block);
                 dy_rows[r] = dy_stage + r * a->OW * block;
             } else {
                 for (idx g = 0; g < a->G; ++g)
-                    gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy, a->dy_type,
-                                   n * a->dy_s[0] + oh * a->dy_s[1] + g * a->cout_g * a->dy_s[3], a->OW,
-                                   a->dy_s[2], a->cout_g, a->dy_s[3]);
+                    gather_rows<T>(dy_stage + r * dy_row + g * a->cout_g_pad, dy_pixel, a->dy.data, a->dy.type,
+                                   n * a->dy.s[0] + oh * a->dy.s[1] + g * a->cout_g * a->dy.s[3], a->OW,
+                                   a->dy.s[2], a->cout_g, a->dy.s[3]);
                 dy_rows[r] = dy_stage + r * dy_row;
             }
             for (idx kh = 0; kh < a->KH; ++kh) {
@@ -458,7 +458,7 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                 ih_of[r * a->KH + kh] = real ? ih : -1;
                 if (!real) continue;
                 if (a->x_direct) {
-                    x_rows[r * a->KH + kh] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+                    x_rows[r * a->KH + kh] = (const T*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
                 } else if (a->x_blocked) {  // each input row once a chunk (KH output rows read it)
                     idx k = 0;
                     while (k < slots && slot_key[k] != n * a->H + ih) ++k;
@@ -468,8 +468,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                     }
                     x_rows[r * a->KH + kh] = x_stage + k * a->W * a->mr;
                 } else {
-                    gather_rows<T>(x_stage + (r * a->KH + kh) * x_row, a->Cin, a->x, a->x_type,
-                                   n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2], a->Cin, a->x_s[3]);
+                    gather_rows<T>(x_stage + (r * a->KH + kh) * x_row, a->Cin, a->x.data, a->x.type,
+                                   n * a->x.s[0] + ih * a->x.s[1], a->W, a->x.s[2], a->Cin, a->x.s[3]);
                     x_rows[r * a->KH + kh] = x_stage + (r * a->KH + kh) * x_row;
                 }
             }
@@ -492,10 +492,10 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                 }
             // The tile's sums: in the accumulator buffer, or (direct_out) its rows of the result.
             const bool direct = a->direct_out != 0;
-            T* t = direct ? (T*)a->out + f.kh * a->out_s[0] + f.kw * a->out_s[1] + f.r0 * a->out_s[2] +
+            T* t = direct ? (T*)a->out.data + f.kh * a->out.s[0] + f.kw * a->out.s[1] + f.r0 * a->out.s[2] +
                                 (f.g * a->cout_g + f.c0)
                           : acc + tile * a->tile_elems;
-            const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel, out_row = a->out_s[2];
+            const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel, out_row = a->out.s[2];
             if (used > 0 || direct) {  // (direct: a tile no pair reaches stores its zeros)
                 switch (nrv) {
                     case 4:
@@ -536,8 +536,8 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
             const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
             // A run of channels at a time (element by element, the stores took 10% of bpf_late).
             const idx at =
-                f.kh * a->out_s[0] + kw * a->out_s[1] + ci * a->out_s[2] + (f.g * a->cout_g + f.c0) * a->out_s[3];
-            scatter_rows<T>(a->out, a->out_type, at, 1, 0, cols, a->out_s[3], t + p * nrv * S::V, 0);
+                f.kh * a->out.s[0] + kw * a->out.s[1] + ci * a->out.s[2] + (f.g * a->cout_g + f.c0) * a->out.s[3];
+            scatter_rows<T>(a->out.data, a->out.type, at, 1, 0, cols, a->out.s[3], t + p * nrv * S::V, 0);
         }
     }
 }

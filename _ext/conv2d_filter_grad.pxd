@@ -1,6 +1,6 @@
 # The C++ interface of _ext/conv2d_filter_grad.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,15 +9,9 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass Conv2dFilterGradArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* out
-        int out_type
-        idx out_s[4]
+        Tensor x
+        Tensor dy
+        Tensor out
         const idx* ow_first
         const idx* ow_last
         idx n_units

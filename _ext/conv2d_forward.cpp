@@ -18,9 +18,9 @@ namespace cvz {
 // g = co / cout_g.  All element strides are in logical NHWC order (the caller
 // permutes NCHW); the filter is HWIO [KH, KW, cin_g, Cout].
 struct Conv2dForwardArgs : ConvDims {
-    const void* x; int x_type; idx x_s[4];
-    const void* w; int w_type; idx w_s[4];
-    void* y; int y_type; idx y_s[4];
+    Tensor x;
+    Tensor w;
+    Tensor y;
     // Filled in by prepare(): the vector width, output channels per group
     // padded to it, the zero-padded input row buffer's width in pixels, the
     // output columns [ow_lo, ow_hi) whose taps all read real input columns,
@@ -252,8 +252,8 @@ template <class T>
 static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->V = Simd<T>::V;
     a->cout_g_pad = round_up(a->cout_g, a->V);
-    const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
-    a->direct = y_same && a->y_s[3] == 1 && a->cout_g_pad == a->cout_g;
+    const bool y_same = (sizeof(T) == 4) ? a->y.type == F32 : a->y.type == F64;
+    a->direct = y_same && a->y.s[3] == 1 && a->cout_g_pad == a->cout_g;
     // Buffer pixel j holds input column j - pl; output column ow reads pixels
     // ow * sw + kw * dw (tiles never pass the last output column).
     const idx span = (a->KW - 1) * a->dw + 1;
@@ -286,8 +286,8 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024 || a->by_block;
     a->b_pitch = a->block_major ? a->block_vecs * a->V : a->cout_g_pad;
     a->row_chunks = 1;
-    a->in_place = a->by_block && a->x_type == (sizeof(T) == 4 ? F32 : F64) && a->x_s[3] == 1 &&
-                  a->x_s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;
+    a->in_place = a->by_block && a->x.type == (sizeof(T) == 4 ? F32 : F64) && a->x.s[3] == 1 &&
+                  a->x.s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;
     a->staged_elems = a->by_block && !a->in_place ? a->N * a->H * a->row_pixels * a->Cin : 0;
     a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
     a->packed_first_block = 0;
@@ -322,19 +322,19 @@ static bool conv2d_forward_pack_block(const Conv2dForwardArgs* a, idx g, idx c0,
     typedef Simd<T> S;
     // The common case, a whole block of the compute type's contiguous channels:
     // a few vectors a row (gather_rows would call memcpy for each short row).
-    const bool plain = count == width && a->w_type == (sizeof(T) == 4 ? F32 : F64) && a->w_s[3] == 1;
+    const bool plain = count == width && a->w.type == (sizeof(T) == 4 ? F32 : F64) && a->w.s[3] == 1;
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw) {
             T* d = dst + (kh * a->KW + kw) * a->cin_g * width;
             if (plain) {
-                const T* w = (const T*)a->w + kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0);
+                const T* w = (const T*)a->w.data + kh * a->w.s[0] + kw * a->w.s[1] + (g * a->cout_g + c0);
                 for (idx k = 0; k < a->cin_g; ++k) {
-                    for (idx q = 0; q < width; q += S::V) S::store(d + k * width + q, S::load(w + k * a->w_s[2] + q));
+                    for (idx q = 0; q < width; q += S::V) S::store(d + k * width + q, S::load(w + k * a->w.s[2] + q));
                 }
                 continue;
             }
-            const idx from = kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + c0) * a->w_s[3];
-            gather_rows<T>(d, width, a->w, a->w_type, from, a->cin_g, a->w_s[2], count, a->w_s[3]);
+            const idx from = kh * a->w.s[0] + kw * a->w.s[1] + (g * a->cout_g + c0) * a->w.s[3];
+            gather_rows<T>(d, width, a->w.data, a->w.type, from, a->cin_g, a->w.s[2], count, a->w.s[3]);
             if (count < width)  // the scratch may hold an earlier block's weights
                 for (idx k = 0; k < a->cin_g; ++k)
                     for (idx c = count; c < width; ++c) d[k * width + c] = T(0);
@@ -365,8 +365,8 @@ static void conv2d_forward_pack(Conv2dForwardArgs* a) {
         for (idx kw = 0; kw < a->KW; ++kw)
             for (idx g = 0; g < a->G; ++g) {  // cin_g rows of the group's channels
                 T* dst = (T*)conv2d_forward_packed<T>(a, kh, kw, g, 0);
-                const idx from = kh * a->w_s[0] + kw * a->w_s[1] + g * a->cout_g * a->w_s[3];
-                gather_rows<T>(dst, a->b_pitch, a->w, a->w_type, from, a->cin_g, a->w_s[2], a->cout_g, a->w_s[3]);
+                const idx from = kh * a->w.s[0] + kw * a->w.s[1] + g * a->cout_g * a->w.s[3];
+                gather_rows<T>(dst, a->b_pitch, a->w.data, a->w.type, from, a->cin_g, a->w.s[2], a->cout_g, a->w.s[3]);
                 // The padding channels are zero (the buffer comes zeroed).
                 nonfinite |= any_nonfinite(dst, a->cin_g * a->b_pitch);
             }
@@ -438,8 +438,8 @@ static inline void conv2d_forward_stage_row(const Conv2dForwardArgs* a, idx n, i
     idx copy = a->row_pixels - a->pl;
     if (copy > a->W) copy = a->W;
     if (copy < 0) copy = 0;
-    gather_rows<T>(dst + a->pl * a->Cin, a->Cin, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], copy, a->x_s[2],
-                   a->Cin, a->x_s[3]);
+    gather_rows<T>(dst + a->pl * a->Cin, a->Cin, a->x.data, a->x.type, n * a->x.s[0] + ih * a->x.s[1], copy, a->x.s[2],
+                   a->Cin, a->x.s[3]);
 }
 
 template <class T>
@@ -485,7 +485,7 @@ static idx conv2d_forward_taps(const Conv2dForwardArgs* a, const Conv2dForwardSc
         if (ih < 0 || ih >= a->H) continue;
         const T* row;
         if (a->in_place) {
-            row = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+            row = (const T*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
         } else if (all_staged) {
             row = (const T*)a->staged + (n * a->H + ih) * row_elems;
         } else {
@@ -560,9 +560,9 @@ template <class T>
 static inline T* conv2d_forward_out(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh,
                                     idx* out_pixel, idx* out_group) {
     if (a->direct) {
-        *out_pixel = a->y_s[2];
+        *out_pixel = a->y.s[2];
         *out_group = a->cout_g;
-        return (T*)a->y + n * a->y_s[0] + oh * a->y_s[1];
+        return (T*)a->y.data + n * a->y.s[0] + oh * a->y.s[1];
     }
     *out_pixel = a->G * a->cout_g_pad;
     *out_group = a->cout_g_pad;
@@ -573,8 +573,8 @@ static inline T* conv2d_forward_out(const Conv2dForwardArgs* a, const Conv2dForw
 template <class T>
 static inline void conv2d_forward_scatter(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx n, idx oh,
                                           idx g, idx c0, idx count) {
-    scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1] + (g * a->cout_g + c0) * a->y_s[3], a->OW,
-                    a->y_s[2], count, a->y_s[3], s.out_row + g * a->cout_g_pad + c0, a->G * a->cout_g_pad);
+    scatter_rows<T>(a->y.data, a->y.type, n * a->y.s[0] + oh * a->y.s[1] + (g * a->cout_g + c0) * a->y.s[3], a->OW,
+                    a->y.s[2], count, a->y.s[3], s.out_row + g * a->cout_g_pad + c0, a->G * a->cout_g_pad);
 }
 
 template <class T>

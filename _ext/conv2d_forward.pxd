@@ -1,6 +1,6 @@
 # The C++ interface of _ext/conv2d_forward.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,15 +9,9 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass Conv2dForwardArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
+        Tensor x
+        Tensor w
+        Tensor y
         idx V, cout_g_pad, row_pixels, ow_lo, ow_hi, scratch_elems
         idx packed_elems, b_pitch
         int direct, exact_edges

@@ -21,9 +21,9 @@ namespace cvz {
 // dx[n, ih, iw, ci] = sum over taps and the group's output channels.
 // All element strides are in logical NHWC order (the caller permutes NCHW).
 struct Conv2dInputGradArgs : ConvDims {
-    const void* dy; int dy_type; idx dy_s[4];
-    void* dx; int dx_type; idx dx_s[4];
-    const void* w; int w_type; idx w_s[4];
+    Tensor dy;
+    Tensor dx;
+    Tensor w;
     // Filled in by prepare(): padded channel count per group, dy row buffer
     // window [ow_lo, ow_lo + ow_span), whether tiles store straight into dx or
     // read dy in place, the per-thread scratch size.  The caller allocates
@@ -55,7 +55,7 @@ enum FastPath : int { FAST_BF16_DOT = 1, FAST_F16_FMA = 2 };
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64);
-void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64);
+void conv2d_input_grad_pack(void* args, int isa, int f64);  // args: a Conv2dInputGradArgs
 // One input row (row = n * H + ih) of the call `args` (a Conv2dInputGradArgs), with
 // `scratch` of scratch_elems elements, zeroed before first use (a UnitFn of _cvz.pxd).
 void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch);
@@ -107,7 +107,8 @@ void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64) {
     if (a->dot == FAST_F16_FMA) dot_f16::prepare(a);
 }
 
-void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64) {
+void conv2d_input_grad_pack(void* args, int isa, int f64) {
+    Conv2dInputGradArgs* a = static_cast<Conv2dInputGradArgs*>(args);
     if (a->dot == FAST_BF16_DOT) return dot_bf16::pack(a);
     if (a->dot == FAST_F16_FMA) return dot_f16::pack(a);
     isa_pick(pack_table, isa, f64)(a);
@@ -277,7 +278,7 @@ static inline InputGradScratch<T> input_grad_scratch(const Conv2dInputGradArgs* 
     s.dy_rows = (T*)raw;
     s.dy_blocks = s.dy_rows + round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16);
     s.stage = s.dy_blocks + (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0);
-    s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy_s[2] : 0, 16);
+    s.out_row = s.stage + round_up(a->dy_direct ? taps * input_grad_mr_max() * a->dy.s[2] : 0, 16);
     s.a_ptrs = (const T**)carve_row_taps(&s, (idx*)(s.out_row + round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16)), a);
     s.b_ptrs = s.a_ptrs + taps;
     return s;
@@ -290,9 +291,9 @@ template <class T>
 static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     a->V = Simd<T>::V;
     a->cin_g_pad = round_up(a->cin_g, a->V);
-    const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
-    const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
-    a->direct = dx_same && a->dx_s[3] == 1 && a->cin_g_pad == a->cin_g;
+    const bool dx_same = (sizeof(T) == 4) ? a->dx.type == F32 : a->dx.type == F64;
+    const bool dy_same = (sizeof(T) == 4) ? a->dy.type == F32 : a->dy.type == F64;
+    a->direct = dx_same && a->dx.s[3] == 1 && a->cin_g_pad == a->cin_g;
     // The dy row buffer covers every ow a tile may read, MR pixels of slack included.
     const idx mr = input_grad_mr_max();
     idx lo = 0, hi = a->OW;
@@ -315,7 +316,7 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     // core, staged against in place: bpi_cifar 0.81 vs 0.85 ms, bpi_resnet 18.0
     // vs 18.5, bpi_k7 3.96 vs 4.07, bpi_stride2 9.7 vs 9.9; 2x224x224x64 and
     // bpi_dilated the same within the noise).
-    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->dy_s[2] == a->Cout &&
+    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->dy.s[2] == a->Cout &&
                    a->dy_slots * a->ow_span * a->Cout * (idx)sizeof(T) > DY_STAGE_MAX_BYTES;
     a->packed_bytes = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad * (idx)sizeof(T);
     const idx taps = a->KH * a->KW;
@@ -336,11 +337,11 @@ static void conv2d_input_grad_prepare(Conv2dInputGradArgs* a) {
     // all, and plain float dy is blocked straight from the caller's array
     // (bpi_cifar: the plain copy was 5% of the time).  Edge tiles of a
     // non-finite filter read the plain rows: conv2d_input_grad_row checks that.
-    a->dy_pixel_rows = !a->dy_blocked || !dy_same || a->dy_s[3] != 1 || (narrow && !narrow_blocked) ||
+    a->dy_pixel_rows = !a->dy_blocked || !dy_same || a->dy.s[3] != 1 || (narrow && !narrow_blocked) ||
                        (wide && !wide_blocked);
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->dy_slots * a->ow_span * a->Cout, 16) +
                        (a->dy_blocked ? a->dy_slots * input_grad_dy_block_elems(a) : 0) +
-                       round_up(a->dy_direct ? taps * mr * a->dy_s[2] : 0, 16) +
+                       round_up(a->dy_direct ? taps * mr * a->dy.s[2] : 0, 16) +
                        round_up(a->direct ? 0 : a->W * a->G * a->cin_g_pad, 16) + row_taps_bytes(a) / (idx)sizeof(T) + 16;
 }
 
@@ -356,9 +357,9 @@ static void conv2d_input_grad_pack(Conv2dInputGradArgs* a) {
             for (idx g = 0; g < a->G; ++g)
                 for (idx co = 0; co < a->cout_g; ++co) {
                     T* dst = packed + (((kh * a->KW + kw) * a->G + g) * a->cout_g + co) * a->cin_g_pad;
-                    idx src = kh * a->w_s[0] + kw * a->w_s[1] + (g * a->cout_g + co) * a->w_s[3];
+                    idx src = kh * a->w.s[0] + kw * a->w.s[1] + (g * a->cout_g + co) * a->w.s[3];
                     for (idx ci = 0; ci < a->cin_g; ++ci) {
-                        dst[ci] = load_as<T>(a->w, a->w_type, src + ci * a->w_s[2]);
+                        dst[ci] = load_as<T>(a->w.data, a->w.type, src + ci * a->w.s[2]);
                         nonfinite |= nonfinite_bits(dst[ci]);
                     }
                     for (idx ci = a->cin_g; ci < a->cin_g_pad; ++ci) dst[ci] = 0;
@@ -436,12 +437,12 @@ CVZ_NOINLINE static void input_grad_row_pass(const Conv2dInputGradArgs* a, const
                                              idx g, idx c_begin, idx c_end, idx r, idx n_pix, idx n_taps, T* out_base,
                                              idx out_pixel, idx out_group) {
     typedef Simd<T> S;
-    const T* dy = (const T*)a->dy;
+    const T* dy = (const T*)a->dy.data;
     const T* packed = (const T*)a->packed;
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
     const idx mr_max = input_grad_mr_max();
-    const idx a_stride = a->dy_direct ? a->dy_s[2] : Cout;
+    const idx a_stride = a->dy_direct ? a->dy.s[2] : Cout;
     // Rows of MR/2 pixels or more: as few tiles as MR-pixel tiles need, of
     // sizes within one of each other (balanced_tiles); shorter rows: the
     // smallest shape that covers the rest (tile_shape).
@@ -455,10 +456,10 @@ CVZ_NOINLINE static void input_grad_row_pass(const Conv2dInputGradArgs* a, const
         const idx shape = balanced ? split.size(tile_index) : tile_shape<MR>(rest);
         ++tile_index;
         if (a->dy_direct) {
-            const idx pitch = a->dy_s[2];
+            const idx pitch = a->dy.s[2];
             for (idx t = 0; t < n_taps; ++t) {
                 const idx first = s.tap_ow0[t] + j0, last = first + shape;
-                const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[s.tap_slot[t]] * a->dy_s[1] + g * a->cout_g;
+                const T* src_row = dy + n * a->dy.s[0] + s.slot_oh[s.tap_slot[t]] * a->dy.s[1] + g * a->cout_g;
                 s.a_ptrs[t] = input_grad_dy_window<T>(src_row, first, last, a->OW, pitch, a->cout_g,
                                                       s.stage + t * mr_max * pitch);
             }
@@ -503,7 +504,7 @@ CVZ_NOINLINE static void input_grad_row_fused(const Conv2dInputGradArgs* a, cons
                                               idx g, idx c_begin, idx c_end, idx r, idx n_pix, idx n_slots, idx kwt,
                                               idx dstep, T* out_base, idx out_pixel, idx out_group) {
     typedef Simd<T> S;
-    const T* dy = (const T*)a->dy;
+    const T* dy = (const T*)a->dy.data;
     const T* packed = (const T*)a->packed;
     const idx Cout = a->Cout, cin_g_pad = a->cin_g_pad;
     const idx row_elems = a->ow_span * Cout;
@@ -522,9 +523,9 @@ CVZ_NOINLINE static void input_grad_row_fused(const Conv2dInputGradArgs* a, cons
                                  g * a->cout_g;
                 continue;
             }
-            const idx pitch = a->dy_s[2];
+            const idx pitch = a->dy.s[2];
             a_stride = pitch;
-            const T* src_row = dy + n * a->dy_s[0] + s.slot_oh[slot] * a->dy_s[1] + g * a->cout_g;
+            const T* src_row = dy + n * a->dy.s[0] + s.slot_oh[slot] * a->dy.s[1] + g * a->cout_g;
             s.a_ptrs[slot] = input_grad_dy_window<T>(src_row, first, first + window, a->OW, pitch, a->cout_g,
                                                      s.stage + slot * mr_max * a->KW * pitch);  // room for a window
         }
@@ -573,13 +574,13 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
             T* staged = s.dy_rows + slot * row_elems + (0 - a->ow_lo) * Cout;
             const bool pixel_rows = a->dy_pixel_rows || a->exact_edges;
             if (pixel_rows)
-                gather_rows<T>(staged, Cout, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1], a->OW, a->dy_s[2],
-                               Cout, a->dy_s[3]);
+                gather_rows<T>(staged, Cout, a->dy.data, a->dy.type, n * a->dy.s[0] + oh * a->dy.s[1], a->OW, a->dy.s[2],
+                               Cout, a->dy.s[3]);
             if (a->dy_blocked) {  // the same row, DY_BLOCK channels a block (zeros past Cout stay zero)
                 T* blocks = s.dy_blocks + slot * input_grad_dy_block_elems(a) + (0 - a->ow_lo) * DY_BLOCK;
                 // From the plain copy, or (plain float dy, see prepare) the caller's row.
-                const T* row = pixel_rows ? staged : (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
-                const idx pitch = pixel_rows ? Cout : a->dy_s[2];
+                const T* row = pixel_rows ? staged : (const T*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
+                const idx pitch = pixel_rows ? Cout : a->dy.s[2];
                 for (idx c0 = 0; c0 < Cout; c0 += DY_BLOCK)
                     copy_channel_block<T>(blocks + c0 / DY_BLOCK * a->ow_span * DY_BLOCK, DY_BLOCK, row + c0, pitch,
                                           a->OW, Cout - c0 < DY_BLOCK ? Cout - c0 : DY_BLOCK);
@@ -589,8 +590,8 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
     T* out_base;
     idx out_pixel, out_group;
     if (a->direct) {
-        out_base = (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1];
-        out_pixel = a->dx_s[2];
+        out_base = (T*)a->dx.data + n * a->dx.s[0] + ih * a->dx.s[1];
+        out_pixel = a->dx.s[2];
         out_group = a->cin_g;
     } else {
         out_base = s.out_row;
@@ -632,10 +633,10 @@ static void conv2d_input_grad_row(const Conv2dInputGradArgs* a, idx row, void* r
     }
 
     if (!a->direct) {  // convert / scatter the row into dx, group by group
-        const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
+        const idx base = n * a->dx.s[0] + ih * a->dx.s[1];
         for (idx g = 0; g < G; ++g)
-            scatter_rows<T>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2], a->cin_g,
-                            a->dx_s[3], s.out_row + g * cin_g_pad, G * cin_g_pad);
+            scatter_rows<T>(a->dx.data, a->dx.type, base + g * a->cin_g * a->dx.s[3], a->W, a->dx.s[2], a->cin_g,
+                            a->dx.s[3], s.out_row + g * cin_g_pad, G * cin_g_pad);
     }
 }
 

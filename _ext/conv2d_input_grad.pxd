@@ -1,6 +1,6 @@
 # The C++ interface of _ext/conv2d_input_grad.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,15 +9,9 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass Conv2dInputGradArgs(ConvDims):
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* dx
-        int dx_type
-        idx dx_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
+        Tensor dy
+        Tensor dx
+        Tensor w
         idx V, cin_g_pad, ow_lo, ow_span, scratch_elems
         int direct, dy_direct, exact_edges
         void* packed
@@ -26,5 +20,5 @@ cdef extern from * namespace "cvz" nogil:
         int w_exp
 
     void conv2d_input_grad_prepare(Conv2dInputGradArgs* a, int isa, int f64)
-    void conv2d_input_grad_pack(Conv2dInputGradArgs* a, int isa, int f64)
+    void conv2d_input_grad_pack(void* args, int isa, int f64)
     void conv2d_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch)

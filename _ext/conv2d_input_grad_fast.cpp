@@ -55,21 +55,21 @@ namespace cvz {
 // ow * G * group_halves from dst (the row's pixel 0), each group's output
 // channels from g * group_halves; the rest of the row stays as it was (zero).
 static void stage_halves(const Conv2dInputGradArgs* a, idx n, idx oh, std::uint16_t* dst, idx group_halves) {
-    const std::uint16_t* dy = (const std::uint16_t*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+    const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
     const idx pitch = a->G * group_halves;
-    const bool runs = a->dy_s[3] == 1;
-    if (runs && pitch == a->Cout && a->dy_s[2] == a->Cout) {  // the same layout: one run for the row
+    const bool runs = a->dy.s[3] == 1;
+    if (runs && pitch == a->Cout && a->dy.s[2] == a->Cout) {  // the same layout: one run for the row
         std::memcpy(dst, dy, (std::size_t)(a->OW * a->Cout) * sizeof(std::uint16_t));
         return;
     }
     for (idx ow = 0; ow < a->OW; ++ow)
         for (idx g = 0; g < a->G; ++g) {
             std::uint16_t* d = dst + ow * pitch + g * group_halves;
-            const std::uint16_t* src = dy + ow * a->dy_s[2] + g * a->cout_g * a->dy_s[3];
+            const std::uint16_t* src = dy + ow * a->dy.s[2] + g * a->cout_g * a->dy.s[3];
             if (runs) {
                 std::memcpy(d, src, (std::size_t)a->cout_g * sizeof(std::uint16_t));
             } else {
-                for (idx co = 0; co < a->cout_g; ++co) d[co] = src[co * a->dy_s[3]];
+                for (idx co = 0; co < a->cout_g; ++co) d[co] = src[co * a->dy.s[3]];
             }
         }
 }
@@ -87,9 +87,9 @@ static inline void fast_channel_blocks(const Conv2dInputGradArgs* a, const U* pa
     const idx out_pixel = a->G * a->cin_g_pad;
     for (idx c0 = c_begin; c0 < c_end; c0 += step) {
         for (idx t = 0; t < n_taps; ++t) b_ptrs[t] = packed + (tap_k[t] * a->G + g) * k_units * a->cin_g_pad + c0;
-        void* out = direct ? (void*)(dx_row + iw * a->dx_s[2] + g * a->cin_g + c0)
+        void* out = direct ? (void*)(dx_row + iw * a->dx.s[2] + g * a->cin_g + c0)
                            : (void*)(out_row + iw * out_pixel + g * a->cin_g_pad + c0);
-        tile(out, a->sw * (direct ? a->dx_s[2] : out_pixel));
+        tile(out, a->sw * (direct ? a->dx.s[2] : out_pixel));
     }
 }
 
@@ -97,12 +97,12 @@ static inline void fast_channel_blocks(const Conv2dInputGradArgs* a, const U* pa
 // exponent_mask: 0x7f80 bfloat16, 0x7c00 float16): the fast paths stand zeros
 // for the absent edge pairs, and 0 * Inf would be NaN.
 static inline bool fast_filter_finite(const Conv2dInputGradArgs* a, std::uint16_t exponent_mask) {
-    const std::uint16_t* w = (const std::uint16_t*)a->w;
+    const std::uint16_t* w = (const std::uint16_t*)a->w.data;
     for (idx kh = 0; kh < a->KH; ++kh)
         for (idx kw = 0; kw < a->KW; ++kw)
             for (idx ci = 0; ci < a->cin_g; ++ci)
                 for (idx co = 0; co < a->Cout; ++co)
-                    if ((w[kh * a->w_s[0] + kw * a->w_s[1] + ci * a->w_s[2] + co * a->w_s[3]] & exponent_mask) ==
+                    if ((w[kh * a->w.s[0] + kw * a->w.s[1] + ci * a->w.s[2] + co * a->w.s[3]] & exponent_mask) ==
                         exponent_mask)
                         return false;
     return true;
@@ -112,8 +112,8 @@ static inline bool fast_filter_finite(const Conv2dInputGradArgs* a, std::uint16_
 static inline void fast_scatter(const Conv2dInputGradArgs* a, idx base, const float* out_row) {
     const idx out_pixel = a->G * a->cin_g_pad;
     for (idx g = 0; g < a->G; ++g)
-        avx512::scatter_rows<float>(a->dx, a->dx_type, base + g * a->cin_g * a->dx_s[3], a->W, a->dx_s[2],
-                                    a->cin_g, a->dx_s[3], out_row + g * a->cin_g_pad, out_pixel);
+        avx512::scatter_rows<float>(a->dx.data, a->dx.type, base + g * a->cin_g * a->dx.s[3], a->W, a->dx.s[2],
+                                    a->cin_g, a->dx.s[3], out_row + g * a->cin_g_pad, out_pixel);
 }
 
 }  // namespace cvz
@@ -146,7 +146,7 @@ constexpr int MR2 = 12, MR1 = 24;  // pixels per tile of 2 and of 1 vectors of i
 // Only bfloat16 everywhere, with a finite filter: zeros stand for the absent
 // (output cell, tap) pairs at the edges, and 0 * inf would be NaN.
 bool applies(const Conv2dInputGradArgs* a) {
-    return a->dy_type == BF16 && a->w_type == BF16 && a->dx_type == BF16 && fast_filter_finite(a, 0x7f80u);
+    return a->dy.type == BF16 && a->w.type == BF16 && a->dx.type == BF16 && fast_filter_finite(a, 0x7f80u);
 }
 
 // Per-thread scratch: staged dy rows (dy_slots cache slots), the float32 output row,
@@ -179,7 +179,7 @@ void prepare(Conv2dInputGradArgs* a) {
 }
 
 void pack(Conv2dInputGradArgs* a) {
-    const std::uint16_t* w = (const std::uint16_t*)a->w;
+    const std::uint16_t* w = (const std::uint16_t*)a->w.data;
     pair* packed = (pair*)a->packed;
     for (idx tap = 0; tap < a->KH * a->KW; ++tap)
         for (idx g = 0; g < a->G; ++g)
@@ -187,11 +187,11 @@ void pack(Conv2dInputGradArgs* a) {
                 pair* dst = packed + ((tap * a->G + g) * a->K2 + k2) * a->cin_g_pad;
                 const idx co = g * a->cout_g + 2 * k2;
                 const bool odd = 2 * k2 + 1 < a->cout_g;
-                const idx src = (tap / a->KW) * a->w_s[0] + (tap % a->KW) * a->w_s[1] + co * a->w_s[3];
+                const idx src = (tap / a->KW) * a->w.s[0] + (tap % a->KW) * a->w.s[1] + co * a->w.s[3];
                 for (idx ci = 0; ci < a->cin_g_pad; ++ci) {
                     if (ci >= a->cin_g) { dst[ci] = 0; continue; }
-                    const pair lo = w[src + ci * a->w_s[2]];
-                    const pair hi = odd ? w[src + ci * a->w_s[2] + a->w_s[3]] : 0;
+                    const pair lo = w[src + ci * a->w.s[2]];
+                    const pair hi = odd ? w[src + ci * a->w.s[2] + a->w.s[3]] : 0;
                     dst[ci] = lo | hi << 16;
                 }
             }
@@ -347,9 +347,9 @@ void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
     // Tiles store bfloat16 straight into dx when its channels are contiguous and
     // every lane of a tile is a real channel; else float32 into the output row,
     // scattered below.
-    const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
-    const int direct = a->dx_s[3] == 1 && a->cin_g == cin_g_pad;
-    std::uint16_t* dx_row = (std::uint16_t*)a->dx + base;
+    const idx base = n * a->dx.s[0] + ih * a->dx.s[1];
+    const int direct = a->dx.s[3] == 1 && a->cin_g == cin_g_pad;
+    std::uint16_t* dx_row = (std::uint16_t*)a->dx.data + base;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
         const idx n_taps = phase_taps(a, r, n_slots, &s);
@@ -429,7 +429,7 @@ constexpr int SCALE_EXP = 5;  // operands scaled to a largest magnitude in [2^4,
 // float16 everywhere, a finite filter, and a wide block of input channels (with
 // fewer than 32 per group the 16-lane float16 FMA does no more than float32's).
 bool applies(const Conv2dInputGradArgs* a) {
-    return a->dy_type == F16 && a->w_type == F16 && a->dx_type == F16 && a->cin_g >= 32 &&
+    return a->dy.type == F16 && a->w.type == F16 && a->dx.type == F16 && a->cin_g >= 32 &&
            fast_filter_finite(a, 0x7c00u);
 }
 
@@ -509,15 +509,15 @@ template <> struct HalfVec<16> { typedef __m256h type; };
 
 // The filter packed, then scaled by 2^w_exp like a staged row (normalize).
 void pack(Conv2dInputGradArgs* a) {
-    const half* w = (const half*)a->w;
+    const half* w = (const half*)a->w.data;
     half* packed = (half*)a->packed;
     const idx total = a->KH * a->KW * a->G * a->cout_g * a->cin_g_pad;
     for (idx tap = 0; tap < a->KH * a->KW; ++tap)
         for (idx g = 0; g < a->G; ++g)
             for (idx k = 0; k < a->cout_g; ++k) {
                 half* dst = packed + ((tap * a->G + g) * a->cout_g + k) * a->cin_g_pad;
-                const half* src = w + (tap / a->KW) * a->w_s[0] + (tap % a->KW) * a->w_s[1] + (g * a->cout_g + k) * a->w_s[3];
-                for (idx ci = 0; ci < a->cin_g_pad; ++ci) dst[ci] = ci < a->cin_g ? src[ci * a->w_s[2]] : 0;
+                const half* src = w + (tap / a->KW) * a->w.s[0] + (tap % a->KW) * a->w.s[1] + (g * a->cout_g + k) * a->w.s[3];
+                for (idx ci = 0; ci < a->cin_g_pad; ++ci) dst[ci] = ci < a->cin_g ? src[ci * a->w.s[2]] : 0;
             }
     for (idx i = total; i < round_up(total, 32); ++i) packed[i] = 0;
     a->w_exp = normalize(packed, round_up(total, 32));
@@ -643,9 +643,9 @@ void row(const Conv2dInputGradArgs* a, idx row_index, void* raw) {
         s.slot_exp[slot] = normalize(dst, rh);
     });
     const half* packed = (const half*)a->packed;
-    const idx base = n * a->dx_s[0] + ih * a->dx_s[1];
-    const int direct = a->dx_s[3] == 1 && a->cin_g == cin_g_pad;  // float16 straight into dx
-    half* dx_row = (half*)a->dx + base;
+    const idx base = n * a->dx.s[0] + ih * a->dx.s[1];
+    const int direct = a->dx.s[3] == 1 && a->cin_g == cin_g_pad;  // float16 straight into dx
+    half* dx_row = (half*)a->dx.data + base;
     for (idx r = 0; r < a->sw && r < a->W; ++r) {
         const idx n_pix = (a->W - r + a->sw - 1) / a->sw;  // pixels iw = r + j * sw
         const idx n_taps = phase_taps(a, r, n_slots, &s);

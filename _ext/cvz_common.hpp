@@ -399,6 +399,15 @@ static inline bool any_nonfinite(const T* p, idx n) {
 // argument struct starts (it derives from this): input [N, H, W, Cin], output
 // [N, OH, OW, Cout], a KH x KW kernel, G groups of cin_g input and cout_g
 // output channels, strides, dilations, and the top and left padding.
+// One tensor a kernel reads or writes: its data, its type code (0 float16,
+// 1 bfloat16, 2 float32, 3 float64) and its 4 strides in elements, in logical NHWC
+// order for images (the caller permutes NCHW) and the filter's own order for filters.
+struct Tensor {
+    void* data;
+    int type;
+    idx s[4];
+};
+
 struct ConvDims {
     idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
     idx sh, sw, dh, dw, pt, pl;

@@ -18,9 +18,9 @@ namespace cvz {
 struct DepthwiseFilterGradArgs {
     idx N, H, W, C, M, OH, OW, KH, KW;
     idx sh, sw, dh, dw, pt, pl;
-    const void* x; int x_type; idx x_s[4];
-    const void* dy; int dy_type; idx dy_s[4];
-    void* out; int out_type;  // [KH][KW][C][M], contiguous
+    Tensor x;
+    Tensor dy;
+    Tensor out;  // [KH][KW][C][M], contiguous (strides unused)
     idx n_blocks;
     // ow_first/ow_last[kw]: the output columns whose input column through tap kw is real.
     const idx* ow_first;
@@ -111,9 +111,9 @@ static void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a) {
     a->V = Simd<T>::V;
     a->cm = a->C * a->M;
     a->cm_pad = round_up(a->cm, a->V);
-    const bool same_type = (sizeof(T) == 4) ? (a->x_type == F32 && a->dy_type == F32)
-                                            : (a->x_type == F64 && a->dy_type == F64);
-    a->direct = same_type && a->M == 1 && a->cm_pad == a->cm && a->x_s[3] == 1 && a->dy_s[3] == 1;
+    const bool same_type = (sizeof(T) == 4) ? (a->x.type == F32 && a->dy.type == F32)
+                                            : (a->x.type == F64 && a->dy.type == F64);
+    a->direct = same_type && a->M == 1 && a->cm_pad == a->cm && a->x.s[3] == 1 && a->dy.s[3] == 1;
     // Buffered rows: KH cached x rows, one dy row; then the x row pointers and
     // the (n, ih) each cache slot holds.
     a->scratch_elems = a->direct ? 16 : (a->KH * a->W + a->OW) * a->cm_pad + 16;
@@ -383,7 +383,7 @@ static void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, idx bl
             x_row_of_kh[kh] = nullptr;
             if (ih < 0 || ih >= a->H) continue;  // this kernel row reads padding
             any = true;
-            if (a->direct) x_row_of_kh[kh] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+            if (a->direct) x_row_of_kh[kh] = (const T*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
         }
         if (!a->direct && any) {
             // Rows already cached are used in place; each missing row goes to a
@@ -407,8 +407,8 @@ static void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, idx bl
                     if (!needed) { free_slot = k; break; }
                 }
                 T* dst = x_buf + free_slot * a->W * cm_pad;
-                gather_rows<T>(dst, cm_pad, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2],
-                               a->C, a->x_s[3], M);
+                gather_rows<T>(dst, cm_pad, a->x.data, a->x.type, n * a->x.s[0] + ih * a->x.s[1], a->W, a->x.s[2],
+                               a->C, a->x.s[3], M);
                 slot_key[free_slot] = n * a->H + ih;
                 x_row_of_kh[kh] = dst;
             }
@@ -417,12 +417,12 @@ static void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, idx bl
         const T* dy_row;
         idx x_pixel, dy_pixel;
         if (a->direct) {
-            dy_row = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
-            dy_pixel = a->dy_s[2];
-            x_pixel = a->x_s[2];
+            dy_row = (const T*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
+            dy_pixel = a->dy.s[2];
+            x_pixel = a->x.s[2];
         } else {
-            gather_rows<T>(dy_buf, cm_pad, a->dy, a->dy_type, n * a->dy_s[0] + oh * a->dy_s[1],
-                           a->OW, a->dy_s[2], cm, a->dy_s[3]);
+            gather_rows<T>(dy_buf, cm_pad, a->dy.data, a->dy.type, n * a->dy.s[0] + oh * a->dy.s[1],
+                           a->OW, a->dy.s[2], cm, a->dy.s[3]);
             dy_row = dy_buf;
             dy_pixel = cm_pad;
             x_pixel = cm_pad;
@@ -445,7 +445,7 @@ static void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, idx ta
         for (idx q = 0; q < a->cm; ++q) {
             T total = 0;
             for (idx b = 0; b < a->n_blocks; ++b) total += partial[b * stride + tap * a->cm_pad + q];
-            store_as<T>(a->out, a->out_type, tap * a->cm + q, total);
+            store_as<T>(a->out.data, a->out.type, tap * a->cm + q, total);
         }
 }
 

@@ -1,6 +1,6 @@
 # The C++ interface of _ext/depthwise_filter_grad.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport idx
+from _cvz cimport Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -11,14 +11,9 @@ cdef extern from * namespace "cvz" nogil:
     cdef struct DepthwiseFilterGradArgs:
         idx N, H, W, C, M, OH, OW, KH, KW
         idx sh, sw, dh, dw, pt, pl
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        void* out
-        int out_type
+        Tensor x
+        Tensor dy
+        Tensor out
         idx n_blocks
         const idx* ow_first
         const idx* ow_last

@@ -19,9 +19,9 @@ namespace cvz {
 // channels each.  Element strides in logical NHWC order (the caller permutes
 // NCHW); the filter is [KH, KW, C, M].
 struct DepthwiseForwardArgs : ConvDims {
-    const void* x; int x_type; idx x_s[4];
-    const void* w; int w_type; idx w_s[4];
-    void* y; int y_type; idx y_s[4];
+    Tensor x;
+    Tensor w;
+    Tensor y;
     // Filled in by prepare(): the vector width, output channels C*M padded to
     // it, whether input rows are read in place and outputs stored straight into
     // y (with streaming stores when y_stream, see streamable()), the output
@@ -36,7 +36,7 @@ struct DepthwiseForwardArgs : ConvDims {
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64);
-void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64);
+void depthwise_forward_pack(void* args, int isa, int f64);  // args: a DepthwiseForwardArgs
 // One output row (row = n * OH + oh) of the call `args` (a DepthwiseForwardArgs),
 // with `scratch` of scratch_elems elements, zeroed before first use (a UnitFn).
 void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch);
@@ -64,7 +64,9 @@ const RowFn row_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_forward_row);
 
 void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
 
-void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+void depthwise_forward_pack(void* args, int isa, int f64) {
+    isa_pick(pack_table, isa, f64)(static_cast<DepthwiseForwardArgs*>(args));
+}
 
 void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch) {
     isa_pick(row_table, isa, f64)(static_cast<const DepthwiseForwardArgs*>(args), row, scratch);
@@ -90,20 +92,20 @@ template <class T>
 static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     a->V = Simd<T>::V;
     a->cm_pad = round_up(a->Cout, a->V);
-    const bool x_same = (sizeof(T) == 4) ? a->x_type == F32 : a->x_type == F64;
-    const bool y_same = (sizeof(T) == 4) ? a->y_type == F32 : a->y_type == F64;
+    const bool x_same = (sizeof(T) == 4) ? a->x.type == F32 : a->x.type == F64;
+    const bool y_same = (sizeof(T) == 4) ? a->y.type == F32 : a->y.type == F64;
     // In place only when a vector never reads past the last channel of a pixel.
     // With a row stride, unaligned rows are staged too where loads that straddle
     // two cache lines cost more than copying each row once (split_line_loads_cost:
     // in-process A/B on a Zen 4, 8x112x112x64: 0.81-0.98x the time staged, with
     // stride 1 staging cost 1.05-1.18x; on an Intel Xeon staging cost 1.7x).
-    a->x_direct = x_same && a->x_s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin &&
-                  (a->sh == 1 || !split_line_loads_cost() || vectors_aligned<T>(a->x, a->x_s, a->V));
+    a->x_direct = x_same && a->x.s[3] == 1 && a->cout_g == 1 && a->cm_pad == a->Cin &&
+                  (a->sh == 1 || !split_line_loads_cost() || vectors_aligned<T>(a->x.data, a->x.s, a->V));
     const idx row_bytes = a->W * a->cm_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);
-    a->y_direct = y_same && a->y_s[3] == 1 && a->cm_pad == a->Cout;
-    a->y_stream = a->y_direct && streamable<T>(a->y, a->y_s, a->N * a->OH, a->V);
+    a->y_direct = y_same && a->y.s[3] == 1 && a->cm_pad == a->Cout;
+    a->y_stream = a->y_direct && streamable<T>(a->y.data, a->y.s, a->N * a->OH, a->V);
     const idx span = (a->KW - 1) * a->dw + 1;
     idx lo = (a->pl + a->sw - 1) / a->sw;
     idx hi = a->W - span + a->pl >= 0 ? (a->W - span + a->pl) / a->sw + 1 : 0;
@@ -127,7 +129,7 @@ static void depthwise_forward_pack(DepthwiseForwardArgs* a) {
             for (idx c = 0; c < a->Cin; ++c)
                 for (idx m = 0; m < a->cout_g; ++m)
                     dst[c * a->cout_g + m] =
-                        load_as<T>(a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + c * a->w_s[2] + m * a->w_s[3]);
+                        load_as<T>(a->w.data, a->w.type, kh * a->w.s[0] + kw * a->w.s[1] + c * a->w.s[2] + m * a->w.s[3]);
             for (idx cm = a->Cout; cm < a->cm_pad; ++cm) dst[cm] = 0;
         }
 }
@@ -242,20 +244,20 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
         const idx ih = r % a->OH * a->sh - a->pt + kh * a->dh;
         return ih < a->H ? ih : -1;
     };
-    const idx pixel = a->x_direct ? a->x_s[2] : a->cm_pad;
+    const idx pixel = a->x_direct ? a->x.s[2] : a->cm_pad;
     idx n_rows = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx ih = row_of(row, kh);
         if (ih < 0) continue;
         if (a->x_direct) {
-            rows[n_rows] = (const T*)a->x + n * a->x_s[0] + ih * a->x_s[1];
+            rows[n_rows] = (const T*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
         } else {
             const idx at = a->ring ? ih % a->slots : kh;
             T* slot = stage + at * a->W * a->cm_pad;
             const idx key = n * a->H + ih + 1;
             if (slot_key[at] != key) {
-                gather_rows<T>(slot, a->cm_pad, a->x, a->x_type, n * a->x_s[0] + ih * a->x_s[1], a->W, a->x_s[2],
-                               a->Cin, a->x_s[3], a->cout_g);
+                gather_rows<T>(slot, a->cm_pad, a->x.data, a->x.type, n * a->x.s[0] + ih * a->x.s[1], a->W, a->x.s[2],
+                               a->Cin, a->x.s[3], a->cout_g);
                 slot_key[at] = key;
             }
             rows[n_rows] = slot;
@@ -266,10 +268,10 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
 
     // The input rows the next output row reads first (none of this one's).
     RowPrefetch ahead;
-    ahead.add_next_pass(a->x, a->x_type, a->x_s, a->W, a->Cin, row, a->N * a->OH, a->OH, a->KH, row_of);
+    ahead.add_next_pass(a->x.data, a->x.type, a->x.s, a->W, a->Cin, row, a->N * a->OH, a->OH, a->KH, row_of);
 
-    T* out = a->y_direct ? (T*)a->y + n * a->y_s[0] + oh * a->y_s[1] : out_row;
-    const idx out_pixel = a->y_direct ? a->y_s[2] : a->cm_pad;
+    T* out = a->y_direct ? (T*)a->y.data + n * a->y.s[0] + oh * a->y.s[1] : out_row;
+    const idx out_pixel = a->y_direct ? a->y.s[2] : a->cm_pad;
     // Pixels outside, channels inside: a tile finishes whole pixels (every cache
     // line of its inputs and outputs) before the next, so no line is fetched twice.
     // A stencil covers the whole row, its border tiles clipped; otherwise tiles
@@ -304,7 +306,7 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
             depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
     }
     if (!a->y_direct)
-        scatter_rows<T>(a->y, a->y_type, n * a->y_s[0] + oh * a->y_s[1], a->OW, a->y_s[2], a->Cout, a->y_s[3],
+        scatter_rows<T>(a->y.data, a->y.type, n * a->y.s[0] + oh * a->y.s[1], a->OW, a->y.s[2], a->Cout, a->y.s[3],
                         out_row, a->cm_pad);
     if (a->y_stream) S::fence();
 }

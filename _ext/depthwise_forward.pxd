@@ -1,6 +1,6 @@
 # The C++ interface of _ext/depthwise_forward.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,19 +9,13 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass DepthwiseForwardArgs(ConvDims):
-        const void* x
-        int x_type
-        idx x_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* y
-        int y_type
-        idx y_s[4]
+        Tensor x
+        Tensor w
+        Tensor y
         idx V, cm_pad, ow_lo, ow_hi, scratch_elems
         int x_direct, y_direct
         void* packed
 
     void depthwise_forward_prepare(DepthwiseForwardArgs* a, int isa, int f64)
-    void depthwise_forward_pack(DepthwiseForwardArgs* a, int isa, int f64)
+    void depthwise_forward_pack(void* args, int isa, int f64)
     void depthwise_forward_row(const void* args, int isa, int f64, idx row, void* scratch)

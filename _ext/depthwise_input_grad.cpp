@@ -20,9 +20,9 @@ namespace cvz {
 // Element strides in logical NHWC order (the caller permutes NCHW); the filter
 // is [KH, KW, C, M].
 struct DepthwiseInputGradArgs : ConvDims {
-    const void* dy; int dy_type; idx dy_s[4];
-    const void* w; int w_type; idx w_s[4];
-    void* dx; int dx_type; idx dx_s[4];
+    Tensor dy;
+    Tensor w;
+    Tensor dx;
     // Filled in by prepare(): the vector width, input channels padded to it,
     // whether dy rows are read in place and results stored straight into dx
     // (with streaming stores when dx_stream, see streamable()), the
@@ -39,7 +39,7 @@ struct DepthwiseInputGradArgs : ConvDims {
 
 // isa: an Isa code (cvz_isa.hpp); f64: compute in double (else float).
 void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64);
-void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64);
+void depthwise_input_grad_pack(void* args, int isa, int f64);  // args: a DepthwiseInputGradArgs
 // One input row (row = n * H + ih) of the call `args` (a DepthwiseInputGradArgs),
 // with `scratch` of scratch_elems elements, zeroed before first use (a UnitFn).
 void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch);
@@ -69,7 +69,9 @@ void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64) {
     isa_pick(prepare_table, isa, f64)(a);
 }
 
-void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64) { isa_pick(pack_table, isa, f64)(a); }
+void depthwise_input_grad_pack(void* args, int isa, int f64) {
+    isa_pick(pack_table, isa, f64)(static_cast<DepthwiseInputGradArgs*>(args));
+}
 
 void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch) {
     isa_pick(row_table, isa, f64)(static_cast<const DepthwiseInputGradArgs*>(args), row, scratch);
@@ -95,15 +97,15 @@ template <class T>
 static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     a->V = Simd<T>::V;
     a->c_pad = round_up(a->Cin, a->V);
-    const bool dy_same = (sizeof(T) == 4) ? a->dy_type == F32 : a->dy_type == F64;
-    const bool dx_same = (sizeof(T) == 4) ? a->dx_type == F32 : a->dx_type == F64;
-    a->dy_direct = dy_same && a->dy_s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
+    const bool dy_same = (sizeof(T) == 4) ? a->dy.type == F32 : a->dy.type == F64;
+    const bool dx_same = (sizeof(T) == 4) ? a->dx.type == F32 : a->dx.type == F64;
+    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
     // The dy rows one input row reads span at most (KH - 1) * dh / sh + 1 rows.
     const idx row_bytes = a->OW * a->cout_g * a->c_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);
-    a->dx_direct = dx_same && a->dx_s[3] == 1 && a->c_pad == a->Cin;
-    a->dx_stream = a->dx_direct && streamable<T>(a->dx, a->dx_s, a->N * a->H, a->V);
+    a->dx_direct = dx_same && a->dx.s[3] == 1 && a->c_pad == a->Cin;
+    a->dx_stream = a->dx_direct && streamable<T>(a->dx.data, a->dx.s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
                       (idx)((a->W * (1 + 2 * a->KW) + 2 * a->sw) * sizeof(idx) / sizeof(T)) + 16;
     a->scratch_elems = round_up(a->dy_direct ? 0 : a->slots * a->OW * a->cout_g * a->c_pad, 16) +
@@ -127,7 +129,7 @@ static void depthwise_input_grad_pack(DepthwiseInputGradArgs* a) {
             for (idx m = 0; m < M; ++m) {
                 T* dst = packed + ((kh * a->KW + kw) * M + m) * a->c_pad;
                 for (idx c = 0; c < a->Cin; ++c)
-                    dst[c] = load_as<T>(a->w, a->w_type, kh * a->w_s[0] + kw * a->w_s[1] + c * a->w_s[2] + m * a->w_s[3]);
+                    dst[c] = load_as<T>(a->w.data, a->w.type, kh * a->w.s[0] + kw * a->w.s[1] + c * a->w.s[2] + m * a->w.s[3]);
                 for (idx c = a->Cin; c < a->c_pad; ++c) dst[c] = 0;
             }
     // Column pairs: which output columns (and through which kernel column) read
@@ -315,23 +317,23 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     };
     // The kernel rows whose output row exists for this input row; staged dy rows
     // are kept in slots (ring_slots: consecutive input rows of a thread share them).
-    const idx pixel = a->dy_direct ? a->dy_s[2] : M * a->c_pad;
+    const idx pixel = a->dy_direct ? a->dy.s[2] : M * a->c_pad;
     const idx m_step = a->dy_direct ? 1 : a->c_pad;  // M = 1 when direct
     idx n_rows = 0;
     for (idx kh = 0; kh < a->KH; ++kh) {
         const idx oh = row_of(row, kh);
         if (oh < 0) continue;
         if (a->dy_direct) {
-            rows[n_rows] = (const T*)a->dy + n * a->dy_s[0] + oh * a->dy_s[1];
+            rows[n_rows] = (const T*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
         } else {
             const idx at = a->ring ? oh % a->slots : kh;
             T* slot = stage + at * a->OW * M * a->c_pad;
             const idx key = n * a->OH + oh + 1;
             if (slot_key[at] != key) {
                 for (idx m = 0; m < M; ++m)  // [OW][M][c_pad]: multiplier m's channels contiguous
-                    gather_rows<T>(slot + m * a->c_pad, M * a->c_pad, a->dy, a->dy_type,
-                                   n * a->dy_s[0] + oh * a->dy_s[1] + m * a->dy_s[3], a->OW, a->dy_s[2], a->Cin,
-                                   M * a->dy_s[3]);
+                    gather_rows<T>(slot + m * a->c_pad, M * a->c_pad, a->dy.data, a->dy.type,
+                                   n * a->dy.s[0] + oh * a->dy.s[1] + m * a->dy.s[3], a->OW, a->dy.s[2], a->Cin,
+                                   M * a->dy.s[3]);
                 slot_key[at] = key;
             }
             rows[n_rows] = slot;
@@ -342,10 +344,10 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
 
     // The dy rows the next input row reads first (none of this one's).
     RowPrefetch ahead;
-    ahead.add_next_pass(a->dy, a->dy_type, a->dy_s, a->OW, a->Cout, row, a->N * a->H, a->H, a->KH, row_of);
+    ahead.add_next_pass(a->dy.data, a->dy.type, a->dy.s, a->OW, a->Cout, row, a->N * a->H, a->H, a->KH, row_of);
 
-    T* out = a->dx_direct ? (T*)a->dx + n * a->dx_s[0] + ih * a->dx_s[1] : out_row;
-    const idx out_pixel = a->dx_direct ? a->dx_s[2] : a->c_pad;
+    T* out = a->dx_direct ? (T*)a->dx.data + n * a->dx.s[0] + ih * a->dx.s[1] : out_row;
+    const idx out_pixel = a->dx_direct ? a->dx.s[2] : a->c_pad;
     // With stride 1, input columns [iw_lo, iw_hi) have every column tap: tiles.
     idx iw_lo = a->W, iw_hi = a->W;
     if (a->sw == 1) {
@@ -361,7 +363,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     if (a->sw > 1) {
         depthwise_input_grad_phases<T>(a, rows, kh_of, n_rows, pixel, m_step, out, out_pixel, ahead);
         if (!a->dx_direct)
-            scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
+            scatter_rows<T>(a->dx.data, a->dx.type, n * a->dx.s[0] + ih * a->dx.s[1], a->W, a->dx.s[2], a->Cin, a->dx.s[3],
                             out_row, a->c_pad);
         if (a->dx_stream) S::fence();
         return;
@@ -395,7 +397,7 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
             depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
     }
     if (!a->dx_direct)
-        scatter_rows<T>(a->dx, a->dx_type, n * a->dx_s[0] + ih * a->dx_s[1], a->W, a->dx_s[2], a->Cin, a->dx_s[3],
+        scatter_rows<T>(a->dx.data, a->dx.type, n * a->dx.s[0] + ih * a->dx.s[1], a->W, a->dx.s[2], a->Cin, a->dx.s[3],
                         out_row, a->c_pad);
     if (a->dx_stream) S::fence();
 }

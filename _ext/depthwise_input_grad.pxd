@@ -1,6 +1,6 @@
 # The C++ interface of _ext/depthwise_input_grad.cpp (its argument struct and entry points), for the
 # Cython module that links it: the interface part of that one file, included alone.
-from _cvz cimport ConvDims, idx
+from _cvz cimport ConvDims, Tensor, idx
 
 cdef extern from * namespace "cvz" nogil:
     """
@@ -9,19 +9,13 @@ cdef extern from * namespace "cvz" nogil:
     #undef CVZ_INTERFACE_ONLY
     """
     cdef cppclass DepthwiseInputGradArgs(ConvDims):
-        const void* dy
-        int dy_type
-        idx dy_s[4]
-        const void* w
-        int w_type
-        idx w_s[4]
-        void* dx
-        int dx_type
-        idx dx_s[4]
+        Tensor dy
+        Tensor w
+        Tensor dx
         idx V, c_pad, scratch_elems, packed_elems
         int dy_direct, dx_direct
         void* packed
 
     void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a, int isa, int f64)
-    void depthwise_input_grad_pack(DepthwiseInputGradArgs* a, int isa, int f64)
+    void depthwise_input_grad_pack(void* args, int isa, int f64)
     void depthwise_input_grad_row(const void* args, int isa, int f64, idx row, void* scratch)

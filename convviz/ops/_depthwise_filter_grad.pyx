@@ -20,8 +20,7 @@ include "kernel_module.pxi"
 
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (array_data, free_aligned, idx, record_scratch, run_units, scratch_alloc,
-                   threads_for)
+from _cvz cimport (free_aligned, idx, record_scratch, run_units, scratch_alloc, tensor, threads_for)
 from depthwise_filter_grad cimport (DepthwiseFilterGradArgs, depthwise_filter_grad_prepare,
                                     depthwise_filter_grad_block, depthwise_filter_grad_merge)
 
@@ -52,10 +51,9 @@ def depthwise_filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backpro
     a.OH = out_backprop.shape[1]
     a.OW = out_backprop.shape[2]
     a.sh, a.sw, a.dh, a.dw, a.pt, a.pl = stride_h, stride_w, dil_h, dil_w, pad_top, pad_left
-    a.x, a.x_type = array_data(input, a.x_s), x_type
-    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
-    a.out = cnp.PyArray_DATA(filter_grad)
-    a.out_type = out_type
+    tensor(&a.x, input, x_type)
+    tensor(&a.dy, out_backprop, dy_type)
+    tensor(&a.out, filter_grad, out_type)  # (C-contiguous: its strides go unused)
     a.n_blocks = n_blocks
     a.partial = NULL
     depthwise_filter_grad_prepare(&a, isa, f64)

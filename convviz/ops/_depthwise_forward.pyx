@@ -17,8 +17,7 @@ Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 
 include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport conv_args, conv_flops, idx, run_packed, threads_for
 from depthwise_forward cimport (DepthwiseForwardArgs, depthwise_forward_prepare, depthwise_forward_pack,
                                 depthwise_forward_row)
 
@@ -34,26 +33,13 @@ def depthwise_forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_t
     ``f64`` selects float64 arithmetic.  ``isa`` picks the SIMD variant.
     """
     cdef DepthwiseForwardArgs a
-    conv_dims(&a, input, output, filter.shape[0], filter.shape[1], 1, filter.shape[2],
+    conv_args(&a, &a.x, input, x_type, &a.w, filter, w_type, &a.y, output, y_type, 1, filter.shape[2],
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x, a.x_type = array_data(input, a.x_s), x_type
-    a.w, a.w_type = array_data(filter, a.w_s), w_type
-    a.y, a.y_type = array_data(output, a.y_s), y_type
-    a.packed = NULL
     depthwise_forward_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
     cdef idx rows = a.N * a.OH
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW
+    cdef double work = conv_flops(&a)
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
-    cdef size_t packed_bytes = <size_t>(a.KH * a.KW * a.cm_pad) * elem
-    cdef Py_ssize_t used = packed_bytes
-    try:
-        a.packed = scratch_alloc(packed_bytes)
-        with nogil:
-            depthwise_forward_pack(&a, isa, f64)
-        used += run_units(depthwise_forward_row, &a, isa, f64, rows, threads, <size_t>a.scratch_elems * elem)
-    finally:
-        free_aligned(a.packed)
-    record_scratch(used)
-    return used
+    return run_packed(&a.packed, <size_t>(a.KH * a.KW * a.cm_pad) * elem, depthwise_forward_pack, depthwise_forward_row,
+                      &a, isa, f64, rows, threads, <size_t>a.scratch_elems * elem)

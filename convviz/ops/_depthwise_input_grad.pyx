@@ -17,8 +17,7 @@ Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 
 include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
-                   scratch_alloc, threads_for)
+from _cvz cimport conv_args, conv_flops, idx, run_packed, threads_for
 from depthwise_input_grad cimport (DepthwiseInputGradArgs, depthwise_input_grad_prepare, depthwise_input_grad_pack,
                                    depthwise_input_grad_row)
 
@@ -34,26 +33,13 @@ def depthwise_input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filt
     3 float64; ``f64`` selects float64 arithmetic.  ``isa`` picks the SIMD variant.
     """
     cdef DepthwiseInputGradArgs a
-    conv_dims(&a, in_backprop, out_backprop, filter.shape[0], filter.shape[1], 1, filter.shape[2],
-              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
-    a.w, a.w_type = array_data(filter, a.w_s), w_type
-    a.dx, a.dx_type = array_data(in_backprop, a.dx_s), dx_type
-    a.packed = NULL
+    conv_args(&a, &a.dx, in_backprop, dx_type, &a.w, filter, w_type, &a.dy, out_backprop, dy_type, 1,
+              filter.shape[2], stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     depthwise_input_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
     cdef idx rows = a.N * a.H
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW
+    cdef double work = conv_flops(&a)
     cdef int threads = threads_for(work, min_parallel_work, n_threads, rows)
-    cdef size_t packed_bytes = <size_t>a.packed_elems * elem
-    cdef Py_ssize_t used = packed_bytes
-    try:
-        a.packed = scratch_alloc(packed_bytes)
-        with nogil:
-            depthwise_input_grad_pack(&a, isa, f64)
-        used += run_units(depthwise_input_grad_row, &a, isa, f64, rows, threads, <size_t>a.scratch_elems * elem)
-    finally:
-        free_aligned(a.packed)
-    record_scratch(used)
-    return used
+    return run_packed(&a.packed, <size_t>a.packed_elems * elem, depthwise_input_grad_pack, depthwise_input_grad_row,
+                      &a, isa, f64, rows, threads, <size_t>a.scratch_elems * elem)

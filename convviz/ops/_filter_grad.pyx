@@ -18,8 +18,8 @@ Scratch memory (see _ext/kernel_module.pxi): tile sums, per-thread staged rows.
 
 include "kernel_module.pxi"
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
-                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_scratch, run_units, scratch_alloc,
+                   scratch_alloc_unzeroed, threads_for)
 from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
                                      conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
                                      conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
@@ -50,18 +50,15 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     global _ran_on_amx
     _ran_on_amx = False
     cdef Conv2dAmxFilterGradArgs a
-    conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
-              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x = array_data(input, a.x_s)
-    a.dy = array_data(out_backprop, a.dy_s)
-    a.out, a.out_type = array_data(filter_grad, a.out_s), out_type
+    conv_args(&a, &a.x, input, BF16, &a.out, filter_grad, out_type, &a.dy, out_backprop, BF16,
+              filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.x_staged = NULL
     a.dy_staged = NULL
     a.partial = NULL
     a.least_exponent = NULL
     if not conv2d_amx_filter_grad_prepare(&a):
         return -1
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef double work = conv_flops(&a)
     cdef idx units = a.chunks * a.blocks
     cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
     cdef size_t x_bytes = <size_t>(a.N * a.H * a.x_row_elems) * 2
@@ -105,17 +102,14 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     global _ran_on_amx
     _ran_on_amx = False
     cdef Conv2dFilterGradArgs a
-    conv_dims(&a, input, out_backprop, filter_grad.shape[0], filter_grad.shape[1], filter_grad.shape[2], groups,
-              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x, a.x_type = array_data(input, a.x_s), x_type
-    a.dy, a.dy_type = array_data(out_backprop, a.dy_s), dy_type
-    a.out, a.out_type = array_data(filter_grad, a.out_s), out_type
+    conv_args(&a, &a.x, input, x_type, &a.out, filter_grad, out_type, &a.dy, out_backprop, dy_type,
+              filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.acc = NULL
     conv2d_filter_grad_prepare(&a, isa, f64)
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef double work = conv_flops(&a)
     cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles)
     cdef size_t acc_bytes = <size_t>(a.n_tiles * a.tile_elems) * elem
     cdef idx* ranges = NULL

@@ -24,8 +24,8 @@ include "kernel_module.pxi"
 from libc.stdlib cimport calloc, free
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (array_data, conv_dims, free_aligned, idx, record_scratch, run_units,
-                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_scratch, run_units, scratch_alloc,
+                   scratch_alloc_unzeroed, threads_for)
 from conv2d_forward cimport (Conv2dForwardArgs, conv2d_forward_prepare, conv2d_forward_pack, conv2d_forward_row,
                              conv2d_forward_block, conv2d_forward_row_chunks, conv2d_forward_stage)
 from conv2d_amx cimport (Conv2dAmxArgs, amx_bf16_usable, amx_bf16_unusable_reason, conv2d_amx_prepare,
@@ -76,11 +76,8 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
         if used >= 0:
             return used
     cdef Conv2dForwardArgs a
-    conv_dims(&a, input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
+    conv_args(&a, &a.x, input, x_type, &a.w, filter, w_type, &a.y, output, y_type, filter.shape[2], groups,
               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x, a.x_type = array_data(input, a.x_s), x_type
-    a.w, a.w_type = array_data(filter, a.w_s), w_type
-    a.y, a.y_type = array_data(output, a.y_s), y_type
     a.packed = NULL
     a.staged = NULL
     conv2d_forward_prepare(&a, isa, f64)
@@ -93,7 +90,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     # shares (3 blocks on 2 threads left one idle a third of the time).
     cdef idx rows = a.N * a.OH
     cdef idx units = a.G * a.blocks_per_group * rows if a.by_block else rows
-    cdef double work = 2.0 * a.N * a.OH * a.OW * a.Cout * a.KH * a.KW * a.cin_g
+    cdef double work = conv_flops(&a)
     cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
     if a.by_block:
         a.row_chunks = conv2d_forward_row_chunks(&a, threads)
@@ -161,12 +158,9 @@ cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_p
         for c in range(count):
             input, filter, output, window = calls[c]
             sh, sw, dh, dw, pt, pl, groups = window
-            conv_dims(&args[c], input, output, filter.shape[0], filter.shape[1], filter.shape[2], groups,
-                      sh, sw, dh, dw, pt, pl)
-            args[c].x = array_data(input, args[c].x_s)
-            args[c].w = array_data(filter, args[c].w_s)
-            args[c].y, args[c].y_type = array_data(output, args[c].y_s), y_type
-            work += 2.0 * args[c].N * args[c].OH * args[c].OW * args[c].Cout * args[c].KH * args[c].KW * args[c].cin_g
+            conv_args(&args[c], &args[c].x, input, BF16, &args[c].w, filter, BF16, &args[c].y, output, y_type,
+                      filter.shape[2], groups, sh, sw, dh, dw, pt, pl)
+            work += conv_flops(&args[c])
             rows += args[c].N * args[c].OH
         threads = threads_for(work, min_parallel_work, n_threads, rows)
         for c in range(count):
@@ -203,17 +197,10 @@ cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_p
 
 
 # ---------------------------------------------------------------- int32
-cdef inline void _int_row(
-    const unsigned int[:, :, :, :] input,
-    const unsigned int[:, :, :, :] filter,
-    unsigned int[:, :, :, :] output,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t n, Py_ssize_t oh,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-    Py_ssize_t groups,
-) noexcept nogil:
+cdef inline void _int_row(const unsigned int[:, :, :, :] input, const unsigned int[:, :, :, :] filter,
+                          unsigned int[:, :, :, :] output, const Py_ssize_t[:, ::1] col_ranges, Py_ssize_t n,
+                          Py_ssize_t oh, Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h,
+                          Py_ssize_t dil_w, Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups) noexcept nogil:
     cdef Py_ssize_t height = input.shape[1]
     cdef Py_ssize_t out_w = output.shape[2]
     cdef Py_ssize_t out_channels = output.shape[3]
@@ -243,18 +230,10 @@ cdef inline void _int_row(
                             output[n, oh, ow, co] += value * filter[kh, kw, ci, co]
 
 
-def forward_int32(
-    const unsigned int[:, :, :, :] input,
-    const unsigned int[:, :, :, :] filter,
-    unsigned int[:, :, :, :] output,
-    const Py_ssize_t[:, ::1] col_ranges,
-    Py_ssize_t stride_h, Py_ssize_t stride_w,
-    Py_ssize_t dil_h, Py_ssize_t dil_w,
-    Py_ssize_t pad_top, Py_ssize_t pad_left,
-    Py_ssize_t groups,
-    int n_threads,
-    double min_parallel_work=0.0,
-) -> int:
+def forward_int32(const unsigned int[:, :, :, :] input, const unsigned int[:, :, :, :] filter,
+                  unsigned int[:, :, :, :] output, const Py_ssize_t[:, ::1] col_ranges, Py_ssize_t stride_h,
+                  Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w, Py_ssize_t pad_top, Py_ssize_t pad_left,
+                  Py_ssize_t groups, int n_threads, double min_parallel_work=0.0) -> int:
     """Overwrite ``output`` (int32 data viewed as uint32) with conv2d(input, filter); return 0.
 
     ``col_ranges[kw]`` is the half-open range of output columns whose input
