@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +44,17 @@ class Exercise:
     explain : callable, optional
         ``explain(answer)``: why this wrong answer is wrong (the usual
         misconception it reveals), as a sentence or as a list of notes (joined
-        with "; "); by default the expected answer and ``why``.
+        with "; "), for answers a table cannot list; else ``mistakes``.
     rtol : float
         Relative tolerance for numbers and arrays.
+    mistakes : sequence of (answer, str), optional
+        The usual wrong answers, each with what it reveals, compared as the
+        expected answer is (sets as sets, numbers to ``rtol``).
+    otherwise : str, optional
+        What any other wrong answer hears; by default the expected answer and ``why``.
+    form : str, optional
+        What an answer that is not even of the expected kind (a number, a
+        sequence, a set) hears: how to write one.
     """
 
     name: str
@@ -54,17 +62,27 @@ class Exercise:
     why: str
     explain: Callable[[Any], str | list[str]] | None = None
     rtol: float = 1e-9
+    mistakes: Sequence[tuple[Any, str]] = ()
+    otherwise: str = ""
+    form: str = ""
 
     def explanation(self, answer: Any) -> str:
         """Why ``answer`` (a wrong one) is wrong."""
-        if self.explain is None:
-            return f"the answer is {self.expected!r}: {self.why}"
-        reason = self.explain(answer)
-        return reason if isinstance(reason, str) else "; ".join(reason) + "."
+        if self.explain is not None:
+            reason = self.explain(answer)
+            return reason if isinstance(reason, str) else "; ".join(reason) + "."
+        if self.form and not _same_kind(answer, self.expected):
+            return self.form
+        for mistake, meaning in self.mistakes:
+            if self._equal(answer, mistake):
+                return meaning
+        return self.otherwise or f"the answer is {self.expected!r}: {self.why}"
 
     def is_right(self, answer: Any) -> bool:
         """Whether ``answer`` equals the expected answer (sets as sets, arrays to ``rtol``)."""
-        expected = self.expected
+        return self._equal(answer, self.expected)
+
+    def _equal(self, answer: Any, expected: Any) -> bool:
         if isinstance(expected, (set, frozenset)):
             try:
                 return set(answer) == set(expected)
@@ -77,6 +95,20 @@ class Exercise:
         except (TypeError, ValueError):
             return False
         return got.shape == want.shape and bool(np.allclose(got, want, rtol=self.rtol, atol=self.rtol))
+
+
+def _same_kind(answer: Any, expected: Any) -> bool:
+    """Whether ``answer`` can be read as ``expected`` is: a set of ints, numbers nested
+    as deep as the expected ones (a number, a sequence, a list of pairs), or a string."""
+    try:
+        if isinstance(expected, (set, frozenset)):
+            {int(item) for item in answer}
+            return True
+        if isinstance(expected, str):
+            return isinstance(answer, str)
+        return bool(np.asarray(answer, dtype=float).ndim == np.ndim(expected))
+    except (TypeError, ValueError):
+        return False
 
 
 _REGISTRY: dict[str, Exercise] = {}

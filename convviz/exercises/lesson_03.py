@@ -37,23 +37,15 @@ _lost = _geometry(7, 3, 3, "VALID")
 _lost_rows = {int(r) for r in _lost.zero_gradient_rows()}
 
 
-def _explain_lost(answer) -> str:
-    try:
-        got = {int(r) for r in answer}
-    except TypeError:
-        return "give a set of row indices, for example {0, 1} (an empty set if every row is read)."
-    if not got:
-        return (f"some row is never read: the windows start at rows 0 and 3 and cover rows 0-5; "
-                f"(7 - 3) % 3 = 1 row is left over: {sorted(_lost_rows)}.")
-    if got == {7}:
-        return "rows are numbered from 0: the last of 7 rows is row 6."
-    return (f"windows of 3 rows starting every 3 rows cover rows 0-2 and 3-5; the rows left are "
-            f"{sorted(_lost_rows)}.")
-
-
-register(Exercise("l03-lost-rows", _lost_rows,
-                  f"the two windows cover rows 0-5; row {sorted(_lost_rows)[0]} is read by none, so its "
-                  "gradient is exactly zero.", _explain_lost))
+register(Exercise(
+    "l03-lost-rows", _lost_rows,
+    f"the two windows cover rows 0-5; row {sorted(_lost_rows)[0]} is read by none, so its gradient is exactly zero.",
+    mistakes=[(set(), f"some row is never read: the windows start at rows 0 and 3 and cover rows 0-5; "
+                      f"(7 - 3) % 3 = 1 row is left over: {sorted(_lost_rows)}."),
+              ({7}, "rows are numbered from 0: the last of 7 rows is row 6.")],
+    otherwise=f"windows of 3 rows starting every 3 rows cover rows 0-2 and 3-5; the rows left are "
+              f"{sorted(_lost_rows)}.",
+    form="give a set of row indices, for example {0, 1} (an empty set if every row is read)."))
 
 # 3. One tap of the depthwise filter gradient: x = arange(25) (5x5), dL/dy all ones (3x3), VALID.
 _x = np.arange(25.0).reshape(1, 5, 5, 1)
@@ -61,16 +53,10 @@ _dw = ops.depthwise_conv2d_native_backprop_filter(_x, [3, 3, 1, 1], np.ones((1, 
 _centre = float(_dw[1, 1, 0, 0])
 
 
-def _explain_tap(answer) -> str:
-    if np.isclose(answer, _dw[0, 0, 0, 0]):
-        return f"{answer} is tap (0, 0), the top-left 3x3 block; tap (1, 1) reads the block one row and column lower."
-    if np.isclose(answer, 12.0):
-        return "12 is the single input value under the centre; the tap sums over all 9 output cells."
-    if np.isclose(answer, _x.sum()):
-        return "that sums the whole input; tap (1, 1) reads only the 9 cells rows 1-3, columns 1-3."
-    return f"tap (1, 1) reads x[1:4, 1:4] (9 values) times dL/dy = 1: the sum is {_centre:g}."
-
-
-register(Exercise("l03-depthwise-tap", _centre,
-                  f"tap (1, 1) reads x[1:4, 1:4] once per output cell, times dL/dy = 1: {_centre:g}.",
-                  _explain_tap))
+register(Exercise(
+    "l03-depthwise-tap", _centre, f"tap (1, 1) reads x[1:4, 1:4] once per output cell, times dL/dy = 1: {_centre:g}.",
+    mistakes=[(float(_dw[0, 0, 0, 0]), f"{float(_dw[0, 0, 0, 0]):g} is tap (0, 0), the top-left 3x3 block; tap "
+                                       "(1, 1) reads the block one row and column lower."),
+              (12.0, "12 is the single input value under the centre; the tap sums over all 9 output cells."),
+              (float(_x.sum()), "that sums the whole input; tap (1, 1) reads only the 9 cells rows 1-3, columns 1-3.")],
+    otherwise=f"tap (1, 1) reads x[1:4, 1:4] (9 values) times dL/dy = 1: the sum is {_centre:g}."))

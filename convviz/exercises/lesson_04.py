@@ -11,18 +11,13 @@ _g = ConvGeometry.build(batch=1, input_hw=(7, 7), in_channels=1, out_channels=1,
 _real = sum(not _g.is_padding(_g.input_cell((0, 0), (kh, kw))) for kh in range(3) for kw in range(3))
 
 
-def _explain_corner(answer) -> str:
-    if answer == 9:
-        return (f"SAME pads {_g.pads[0]} row on top and {_g.pads[2]} column on the left: the taps of the top "
-                f"row and left column land in the padding; {_real} land on real cells.")
-    if answer == 6:
-        return "both the top row of taps and the left column of taps fall in the padding, not only one of them."
-    return f"the 3x3 window of output (0, 0) starts at input (-1, -1): a 2x2 corner of it is real, {_real} taps."
-
-
-register(Exercise("l04-corner-taps", _real,
-                  f"the window starts at (-1, -1); its 2x2 lower-right corner is real input: {_real} taps.",
-                  _explain_corner))
+register(Exercise(
+    "l04-corner-taps", _real,
+    f"the window starts at (-1, -1); its 2x2 lower-right corner is real input: {_real} taps.",
+    mistakes=[(9, f"SAME pads {_g.pads[0]} row on top and {_g.pads[2]} column on the left: the taps of the top "
+                  f"row and left column land in the padding; {_real} land on real cells."),
+              (6, "both the top row of taps and the left column of taps fall in the padding, not only one of them.")],
+    otherwise=f"the 3x3 window of output (0, 0) starts at input (-1, -1): a 2x2 corner of it is real, {_real} taps."))
 
 # 2. The most-reached input cell for kernel 3, stride 2 (the checkerboard's maximum).
 _cov = ConvGeometry.build(batch=1, input_hw=(10, 10), in_channels=1, out_channels=1, kernel_hw=(3, 3),
@@ -30,18 +25,13 @@ _cov = ConvGeometry.build(batch=1, input_hw=(10, 10), in_channels=1, out_channel
 _max = int(_cov.max())
 
 
-def _explain_max(answer) -> str:
-    if answer == 9:
-        return "9 counts every tap of one window; a cell is reached by at most 2 windows per axis: 2 x 2 = 4."
-    if answer == 2:
-        return "2 windows reach the cell along each axis, and the counts multiply: 2 x 2 = 4."
-    return f"neighbouring windows share one row and one column: at most 2 x 2 = {_max} (output cell, tap) pairs."
-
-
-register(Exercise("l04-max-coverage", _max,
-                  f"windows 2 apart with 3 taps share one row and one column: {_max} pairs reach those cells.",
-                  _explain_max))
-
+register(Exercise(
+    "l04-max-coverage", _max,
+    f"windows 2 apart with 3 taps share one row and one column: {_max} pairs reach those cells.",
+    mistakes=[(9, "9 counts every tap of one window; a cell is reached by at most 2 windows per axis: 2 x 2 = 4."),
+              (2, "2 windows reach the cell along each axis, and the counts multiply: 2 x 2 = 4.")],
+    otherwise=f"neighbouring windows share one row and one column: at most 2 x 2 = {_max} (output cell, tap) "
+              "pairs."))
 
 # 3. Kernel sizes 1..9 with stride 3 whose interior coverage is even (no checkerboard).
 def _even(k: int, stride: int = 3, n: int = 30) -> bool:

@@ -51,15 +51,12 @@ def interior_lost_rows(stride: int, dilation: int, kernel: int = 3, size: int = 
 _span = effective_kernel_size(3, 3)
 
 
-def _explain_span(answer) -> str:
-    if answer == 9:
-        return "3 x 3 counts 3 cells per tap; the taps are 3 apart, so from the first to the last: (3 - 1) * 3 + 1 = 7."
-    if answer == 6:
-        return "(3 - 1) * 3 = 6 is the distance from the first tap to the last; the span counts both ends: 7."
-    return f"the taps sit at 0, 3 and 6: the span is (k - 1) * d + 1 = {_span}."
-
-
-register(Exercise("l06-dilated-span", _span, f"taps at 0, 3, 6: (3 - 1) * 3 + 1 = {_span} cells.", _explain_span))
+register(Exercise(
+    "l06-dilated-span", _span, f"taps at 0, 3, 6: (3 - 1) * 3 + 1 = {_span} cells.",
+    mistakes=[(9, "3 x 3 counts 3 cells per tap; the taps are 3 apart, so from the first to the last: "
+                  "(3 - 1) * 3 + 1 = 7."),
+              (6, "(3 - 1) * 3 = 6 is the distance from the first tap to the last; the span counts both ends: 7.")],
+    otherwise=f"the taps sit at 0, 3 and 6: the span is (k - 1) * d + 1 = {_span}."))
 
 # 2. (stride, dilation) pairs, 1..4 each, whose interior rows lose gradient (3-tap kernel).
 _pairs = {(s, d) for s in range(1, 5) for d in range(1, 5) if len(interior_lost_rows(s, d))}
