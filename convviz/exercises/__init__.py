@@ -55,6 +55,10 @@ class Exercise:
     form : str, optional
         What an answer that is not even of the expected kind (a number, a
         sequence, a set) hears: how to write one.
+    parts : sequence of (mistakes, otherwise), optional
+        For an answer in parts (a tuple): each part's usual wrong values with
+        what they reveal, and what any other wrong value of that part hears;
+        a wrong answer hears a note per wrong part.
     """
 
     name: str
@@ -65,6 +69,7 @@ class Exercise:
     mistakes: Sequence[tuple[Any, str]] = ()
     otherwise: str = ""
     form: str = ""
+    parts: Sequence[tuple[Sequence[tuple[Any, str]], str]] = ()
 
     def explanation(self, answer: Any) -> str:
         """Why ``answer`` (a wrong one) is wrong."""
@@ -73,10 +78,21 @@ class Exercise:
             return reason if isinstance(reason, str) else "; ".join(reason) + "."
         if self.form and not _same_kind(answer, self.expected):
             return self.form
-        for mistake, meaning in self.mistakes:
+        if self.parts:
+            if np.shape(answer)[:1] != (len(self.parts),):
+                return self.form or f"the answer is {self.expected!r}: {self.why}"
+            notes = [self._meaning(given, mistakes, otherwise)
+                     for given, wanted, (mistakes, otherwise) in zip(answer, self.expected, self.parts)
+                     if not self._equal(given, wanted)]
+            return "; ".join(notes) + "."
+        return self._meaning(answer, self.mistakes, self.otherwise or f"the answer is {self.expected!r}: {self.why}")
+
+    def _meaning(self, answer: Any, mistakes: Sequence[tuple[Any, str]], otherwise: str) -> str:
+        """What ``answer`` reveals: the text of the listed mistake it equals, else ``otherwise``."""
+        for mistake, meaning in mistakes:
             if self._equal(answer, mistake):
                 return meaning
-        return self.otherwise or f"the answer is {self.expected!r}: {self.why}"
+        return otherwise
 
     def is_right(self, answer: Any) -> bool:
         """Whether ``answer`` equals the expected answer (sets as sets, arrays to ``rtol``)."""

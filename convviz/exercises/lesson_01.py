@@ -40,34 +40,17 @@ _VALID = AxisGeometry.from_padding(_N, _K, _S, 1, "VALID").output_size
 _SAME = AxisGeometry.from_padding(_N, _K, _S, 1, "SAME").output_size
 
 
-def _explain_output_size(answer: Any) -> str | list[str]:
-    try:
-        valid, same = (int(v) for v in answer)
-    except (TypeError, ValueError):
-        return f"answer with a pair (VALID length, SAME length), e.g. (5, 6); the answer is ({_VALID}, {_SAME})."
-    notes = []
-    if valid != _VALID:
-        if valid == _N - _K + 1:
-            notes.append(f"VALID {valid} forgets the stride: with stride 3 the windows start at 0, 3 only, "
-                         f"floor((8 - 3) / 3) + 1 = {_VALID}")
-        else:
-            notes.append(f"VALID: windows start at 0, 3, ... and must end inside the strip, "
-                         f"floor((8 - 3) / 3) + 1 = {_VALID}")
-    if same != _SAME:
-        if same == _N:
-            notes.append(f"SAME {same} forgets the stride: SAME keeps ceil(8 / 3) = {_SAME}, not 8")
-        elif same == _N // _S:
-            notes.append(f"SAME {same} rounds down; SAME rounds up, ceil(8 / 3) = {_SAME}, padding the end")
-        else:
-            notes.append(f"SAME keeps ceil(input / stride) = ceil(8 / 3) = {_SAME} (the kernel size does not matter)")
-    return notes
-
-
 register(Exercise(
     "l01-output-size", (_VALID, _SAME),
     f"VALID counts the windows that fit, floor((8 - 3) / 3) + 1 = {_VALID}; "
     f"SAME pads so that ceil(8 / 3) = {_SAME} windows fit.",
-    _explain_output_size))
+    form=f"answer with a pair (VALID length, SAME length), e.g. (5, 6); the answer is ({_VALID}, {_SAME}).",
+    parts=[([(_N - _K + 1, f"VALID {_N - _K + 1} forgets the stride: with stride 3 the windows start at 0, 3 only, "
+                           f"floor((8 - 3) / 3) + 1 = {_VALID}")],
+            f"VALID: windows start at 0, 3, ... and must end inside the strip, floor((8 - 3) / 3) + 1 = {_VALID}"),
+           ([(_N, f"SAME {_N} forgets the stride: SAME keeps ceil(8 / 3) = {_SAME}, not 8"),
+             (_N // _S, f"SAME {_N // _S} rounds down; SAME rounds up, ceil(8 / 3) = {_SAME}, padding the end")],
+            f"SAME keeps ceil(input / stride) = ceil(8 / 3) = {_SAME} (the kernel size does not matter)")]))
 
 # -- l01-worked-sum: y[4] of the notebook's strip with SAME, stride 2 ---------------------
 _AXIS = AxisGeometry.from_padding(len(X), len(W), 2, 1, "SAME")
