@@ -211,15 +211,7 @@ export function inputGrad(g, w, dy) {
   const dx = tensor(rows.input, cols.input, 1);
   for (let oh = 0; oh < rows.out; oh++)
     for (let ow = 0; ow < cols.out; ow++)
-      for (let kh = 0; kh < rows.kernel; kh++) {
-        const ih = inputIndex(rows, oh, kh);
-        if (ih < 0 || ih >= rows.input) continue;
-        for (let kw = 0; kw < cols.kernel; kw++) {
-          const iw = inputIndex(cols, ow, kw);
-          if (iw < 0 || iw >= cols.input) continue;
-          add(dx, ih, iw, 0, at(dy, oh, ow) * at(w, kh, kw));
-        }
-      }
+      for (const t of windowTerms(g, oh, ow)) if (!t.pad) add(dx, t.ih, t.iw, 0, at(dy, oh, ow) * at(w, t.kh, t.kw));
   return dx;
 }
 
@@ -263,16 +255,18 @@ export function compute(params, given = {}) {
 // ---------------------------------------------------------------------------------
 // Which cells make which: the terms of a worked sum, and the cells a hover lights.
 
+// Output cell (oh, ow)'s tap (kh, kw), with the input cell it reads (maybe padding).
+function term(g, oh, ow, kh, kw) {
+  const { rows, cols } = g;
+  const ih = inputIndex(rows, oh, kh), iw = inputIndex(cols, ow, kw);
+  return { oh, ow, kh, kw, ih, iw, pad: ih < 0 || ih >= rows.input || iw < 0 || iw >= cols.input };
+}
+
 // Every tap of output cell (oh, ow)'s window, with the input cell it reads (maybe padding).
 export function windowTerms(g, oh, ow) {
-  const { rows, cols } = g;
   const terms = [];
-  for (let kh = 0; kh < rows.kernel; kh++)
-    for (let kw = 0; kw < cols.kernel; kw++) {
-      const ih = inputIndex(rows, oh, kh), iw = inputIndex(cols, ow, kw);
-      const pad = ih < 0 || ih >= rows.input || iw < 0 || iw >= cols.input;
-      terms.push({ oh, ow, kh, kw, ih, iw, pad });
-    }
+  for (let kh = 0; kh < g.rows.kernel; kh++)
+    for (let kw = 0; kw < g.cols.kernel; kw++) terms.push(term(g, oh, ow, kh, kw));
   return terms;
 }
 
@@ -286,29 +280,14 @@ export function cellTerms(g, ih, iw) {
 
 // The output cells whose tap (kh, kw) reads a real input cell: the terms of dW[kh, kw].
 export function filterTerms(g, kh, kw) {
-  const { rows, cols } = g;
-  const terms = [];
-  for (let oh = 0; oh < rows.out; oh++) {
-    const ih = inputIndex(rows, oh, kh);
-    if (ih < 0 || ih >= rows.input) continue;
-    for (let ow = 0; ow < cols.out; ow++) {
-      const iw = inputIndex(cols, ow, kw);
-      if (iw < 0 || iw >= cols.input) continue;
-      terms.push({ oh, ow, kh, kw, ih, iw, pad: false });
-    }
-  }
-  return terms;
+  return tapTerms(g, kh, kw).filter((t) => !t.pad);
 }
 
 // Every tap's reach (padding included): output cells and the input cell each reads.
 export function tapTerms(g, kh, kw) {
-  const { rows, cols } = g;
   const terms = [];
-  for (let oh = 0; oh < rows.out; oh++)
-    for (let ow = 0; ow < cols.out; ow++) {
-      const ih = inputIndex(rows, oh, kh), iw = inputIndex(cols, ow, kw);
-      terms.push({ oh, ow, kh, kw, ih, iw, pad: ih < 0 || ih >= rows.input || iw < 0 || iw >= cols.input });
-    }
+  for (let oh = 0; oh < g.rows.out; oh++)
+    for (let ow = 0; ow < g.cols.out; ow++) terms.push(term(g, oh, ow, kh, kw));
   return terms;
 }
 
