@@ -218,10 +218,13 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     }
     // With several channel vectors, one tile at a time passes every vector: the
     // tile's pixels are then read as whole contiguous runs (prefetch friendly).
+    // The tiles start where the interior does: the border columns before it are a
+    // chunk of their own, so that every full tile of the interior runs blocked (on
+    // a 14-column row with a 3-wide window, tiles from column 0 left none blocked).
     const idx chunk = cm_pad <= S::V ? OW : TW;
     const idx pixel_bytes = cm_pad * (idx)sizeof(T);
-    for (idx c0 = 0; c0 < OW; c0 += chunk) {
-        const idx c1 = c0 + chunk < OW ? c0 + chunk : OW;
+    for (idx c0 = 0, c1; c0 < OW; c0 = c1) {
+        c1 = chunk == OW ? OW : c0 < lo ? (lo < OW ? lo : OW) : c0 < hi ? (c0 + chunk < hi ? c0 + chunk : hi) : OW;
         if (chunk < OW && row_prefetch_pays()) {
             // Tiles cross the row's pixels a few cache lines at a time, which an
             // AMD core's prefetchers miss (row_prefetch_pays): fetch the next
