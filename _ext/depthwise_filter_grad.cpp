@@ -220,11 +220,17 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     // tile's pixels are then read as whole contiguous runs (prefetch friendly).
     // The tiles start where the interior does: the border columns before it are a
     // chunk of their own, so that every full tile of the interior runs blocked (on
-    // a 14-column row with a 3-wide window, tiles from column 0 left none blocked).
-    const idx chunk = cm_pad <= S::V ? OW : TW;
+    // a 14-column row with a 3-wide window, tiles from column 0 left none blocked),
+    // and the columns after the last full tile are one chunk.  A row whose interior
+    // holds no full tile keeps chunks of TW columns from column 0 (a 7-column row:
+    // one chunk; each chunk reloads the accumulators).
+    const bool several = cm_pad > S::V, tiled = several && hi - lo >= TW;
     const idx pixel_bytes = cm_pad * (idx)sizeof(T);
     for (idx c0 = 0, c1; c0 < OW; c0 = c1) {
-        c1 = chunk == OW ? OW : c0 < lo ? (lo < OW ? lo : OW) : c0 < hi ? (c0 + chunk < hi ? c0 + chunk : hi) : OW;
+        c1 = !several ? OW
+             : !tiled ? (c0 + TW < OW ? c0 + TW : OW)
+             : c0 < lo ? lo : c0 + TW <= hi ? c0 + TW : OW;
+        const idx chunk = c1 - c0;
         if (chunk < OW && row_prefetch_pays()) {
             // Tiles cross the row's pixels a few cache lines at a time, which an
             // AMD core's prefetchers miss (row_prefetch_pays): fetch the next
