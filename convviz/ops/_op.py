@@ -280,15 +280,16 @@ class Op:
         depth = ("``in_channels`` must equal the input depth." if self.depthwise else
                  "The input depth may be any multiple of ``{0}[2]``: that is a grouped convolution "
                  "with ``input depth / {0}[2]`` groups, each of ``out_channels / groups`` output channels.")
+        layout = FILTER_LAYOUTS[self.depthwise]
+        two_values = (", or 2 values ``[height, width]`` (batch then comes from ``out_backprop``, depth from "
+                      "``filter.shape[2]``)")
         texts = {
             "input": ("array_like", "The convolution's input, 4-D in ``data_format`` order; {dtype}."),
-            "input_sizes": ("sequence of int" if self.hw_sizes else "sequence of 4 ints", "Shape of the convolution's input: 4 values in ``data_format`` "
-                            "order" + (", or 2 values ``[height, width]`` (batch then comes from "
-                                       "``out_backprop``, depth from ``filter.shape[2]``)." if self.hw_sizes
-                                       else ".")),
-            "filter": ("array_like", f"``{FILTER_LAYOUTS[self.depthwise]}``; {{dtype}}.  " + depth.format("filter.shape")),
-            "filter_sizes": ("sequence of 4 ints", f"``{FILTER_LAYOUTS[self.depthwise]}``, all at least 1.  "
-                             + depth.format("filter_sizes")),
+            "input_sizes": ("sequence of int" if self.hw_sizes else "sequence of 4 ints",
+                            "Shape of the convolution's input: 4 values in ``data_format`` order"
+                            + (two_values if self.hw_sizes else "") + "."),
+            "filter": ("array_like", f"``{layout}``; {{dtype}}.  " + depth.format("filter.shape")),
+            "filter_sizes": ("sequence of 4 ints", f"``{layout}``, all at least 1.  " + depth.format("filter_sizes")),
             "out_backprop": ("array_like", "Gradient with respect to the convolution's output, 4-D in "
                              f"``data_format`` order with ``{channels}`` channels; {{dtype}}.  Its shape must "
                              "equal the forward output shape the other arguments imply."),
