@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import four_values
 from hypothesis import given
 from hypothesis import strategies as st
 
 import convviz
 from convviz import reference
-
-
-def _four(data_format, h, w):
-    return [1, h, w, 1] if data_format == "NHWC" else [1, 1, h, w]
 
 
 @st.composite
@@ -32,8 +29,8 @@ def conv_cases(draw):
         explicit = ([0, 0, *pads, 0, 0] if data_format == "NHWC" else [0, 0, 0, 0, *pads])
     return dict(
         data_format=data_format, padding=padding, explicit_paddings=explicit,
-        strides=_four(data_format, draw(st.integers(1, 3)), draw(st.integers(1, 3))),
-        dilations=_four(data_format, draw(st.integers(1, 2)), draw(st.integers(1, 2))),
+        strides=four_values(data_format, draw(st.integers(1, 3)), draw(st.integers(1, 3))),
+        dilations=four_values(data_format, draw(st.integers(1, 2)), draw(st.integers(1, 2))),
     ), dict(h=draw(st.integers(3, 9)), w=draw(st.integers(3, 9)), kh=draw(st.integers(1, 3)),
             kw=draw(st.integers(1, 3)), groups=draw(st.integers(1, 2)), seed=draw(st.integers(0, 10**6)))
 
