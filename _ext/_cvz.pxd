@@ -1,6 +1,6 @@
 # What every convviz kernel module shares: the index type, aligned scratch
-# memory (cvz_common.hpp), the ISA codes (cvz_isa.hpp), the per-thread scratch
-# record (cvz_scratch_record.hpp), and small helpers.
+# memory (cvz_common.hpp), the ISA codes (cvz_isa.hpp), the per-thread record
+# of the latest call (cvz_call_record.hpp), and small helpers.
 # Each op's module declares its own kernel (the interface part of its _ext/<op>.cpp).
 # This file and _openmp.pxd stay in _ext/, on Cython's include path (setup.py).
 cimport numpy as cnp
@@ -34,11 +34,13 @@ cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     bint cpu_has_bf16_dot()
     bint cpu_has_f16_fma()
 
-# Scratch bytes of the module's most recent kernel call, per thread (a C++
-# thread_local: no Python-level cost per call).
-cdef extern from "cvz_scratch_record.hpp" nogil:
+# The module's most recent kernel call, per thread (C++ thread_locals: no
+# Python-level cost per call): its scratch bytes, and whether it ran on AMX.
+cdef extern from "cvz_call_record.hpp" nogil:
     void record_scratch "cvz_record_scratch"(size_t bytes)
+    void record_amx_scratch "cvz_record_amx_scratch"(size_t bytes)
     size_t recorded_scratch "cvz_recorded_scratch"()
+    bint recorded_amx "cvz_recorded_amx"()
 
 
 cdef inline void element_strides(cnp.ndarray array, idx* out) noexcept:

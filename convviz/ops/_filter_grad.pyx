@@ -18,8 +18,8 @@ Scratch memory (see _ext/kernel_module.pxi): tile sums, per-thread staged rows.
 
 include "kernel_module.pxi"
 
-from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_scratch, run_units, scratch_alloc,
-                   scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_amx_scratch, record_scratch, run_units,
+                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
 from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
                                      conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
                                      conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
@@ -27,17 +27,6 @@ from conv2d_filter_grad cimport Conv2dFilterGradArgs, conv2d_filter_grad_prepare
 
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
-
-
-cdef bint _ran_on_amx = False
-
-
-def last_ran_on_amx() -> bool:
-    """Whether the calling process's most recent ``filter_grad`` or
-    ``filter_grad_amx`` call ran on AMX tiles."""
-    return bool(_ran_on_amx)
-
-
 def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray filter_grad, int out_type,
                     Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                     Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
@@ -47,8 +36,7 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     -1 (nothing written) where the shape does not suit the tiles or the values
     could take AMX's sums off the accurate contract (see
     _ext/conv2d_amx_filter_grad.cpp): then run ``filter_grad``."""
-    global _ran_on_amx
-    _ran_on_amx = False
+    record_scratch(0)  # (a call that does not suit the tiles ran nothing, and not on AMX)
     cdef Conv2dAmxFilterGradArgs a
     conv_args(&a, &a.x, input, BF16, &a.out, filter_grad, out_type, &a.dy, out_backprop, BF16,
               filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
@@ -81,8 +69,7 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
         free_aligned(a.dy_staged)
         free_aligned(a.partial)
         free_aligned(a.least_exponent)
-    _ran_on_amx = True
-    record_scratch(used)
+    record_amx_scratch(used)
     return used
 
 
@@ -99,8 +86,6 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     half-open range of output columns whose input column through tap ``kw`` is
     real (from the geometry).
     """
-    global _ran_on_amx
-    _ran_on_amx = False
     cdef Conv2dFilterGradArgs a
     conv_args(&a, &a.x, input, x_type, &a.out, filter_grad, out_type, &a.dy, out_backprop, dy_type,
               filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)

@@ -24,8 +24,8 @@ include "kernel_module.pxi"
 from libc.stdlib cimport calloc, free
 from cython.parallel cimport prange, threadid
 
-from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_scratch, run_units, scratch_alloc,
-                   scratch_alloc_unzeroed, threads_for)
+from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_amx_scratch, record_scratch, run_units,
+                   scratch_alloc, scratch_alloc_unzeroed, threads_for)
 from conv2d_forward cimport (Conv2dForwardArgs, conv2d_forward_prepare, conv2d_forward_pack, conv2d_forward_row,
                              conv2d_forward_block, conv2d_forward_row_chunks, conv2d_forward_stage)
 from conv2d_amx cimport (Conv2dAmxArgs, amx_bf16_usable, amx_bf16_unusable_reason, conv2d_amx_prepare,
@@ -39,14 +39,6 @@ def amx_usable() -> bool:
     """Whether bfloat16 can run on AMX tiles here: the CPU has AMX-TILE and
     AMX-BF16, this build holds the code, and Linux granted the tile state."""
     return bool(amx_bf16_usable())
-
-
-cdef bint _ran_on_amx = False
-
-
-def last_ran_on_amx() -> bool:
-    """Whether the calling process's most recent ``forward`` ran on AMX tiles."""
-    return bool(_ran_on_amx)
 
 
 def amx_unusable_reason() -> str:
@@ -67,9 +59,7 @@ def forward(cnp.ndarray input, int x_type, cnp.ndarray filter, int w_type, cnp.n
     input and filter run on AMX tiles where the call suits them (the caller
     checked ``amx_usable()``); elsewhere, the SIMD kernel.
     """
-    global _ran_on_amx
     cdef Py_ssize_t used
-    _ran_on_amx = False
     if amx and x_type == 1 and w_type == 1 and not f64:
         used = forward_amx([(input, filter, output, (stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, groups))],
                            y_type, n_threads, min_parallel_work)
@@ -123,12 +113,10 @@ def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work)
     in another (the input gradient's stride phases).  Returns the scratch bytes
     used, or -1 (nothing written) where any call does not suit the tiles (the
     caller then runs ``forward`` on each)."""
-    global _ran_on_amx
-    _ran_on_amx = False
+    record_scratch(0)  # (calls that do not suit the tiles ran nothing, and not on AMX)
     used = _forward_amx(calls, y_type, n_threads, min_parallel_work)
     if used >= 0:
-        _ran_on_amx = True
-        record_scratch(used)
+        record_amx_scratch(used)
     return used
 
 
