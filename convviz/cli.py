@@ -16,6 +16,29 @@ import sys
 from pathlib import Path
 
 
+#: The subcommands: name -> (the line ``convviz -h`` gives it, its own ``-h`` description).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("write an animation, a coverage figure and an interactive page",
+             "Show convviz's main job: the gradient of a strided convolution with respect to its input. "
+             "Writes a coverage figure and a scatter figure (PNG), the input gradient built cell by cell "
+             "(a GIF, and the same frames as an interactive HTML page), and the offline explorer page, "
+             "printing each file as it is written."),
+    "explain": ("print the geometry of a convolution",
+                "Print the geometry of a 2-D convolution: output size, pad split, rows and columns "
+                "that get no gradient, and an ASCII map of how many taps reach each input cell."),
+    "gallery": ("draw the gallery of figures and animations into a folder", "Draw the convviz gallery into a folder."),
+    "page": ("write the interactive explorer as one offline HTML file",
+             "Write the convviz explorer as a single HTML file that works offline (open it from disk or "
+             "host it anywhere). The settings below are its starting point; the page's URL query "
+             "(?input=7x9&stride=2&padding=VALID&op=depthwise_filter_grad ...) overrides them."),
+    "bench": ("time convviz against TensorFlow and PyTorch", ""),  # (convviz.bench parses its own arguments)
+    "version": ("print the version, OpenMP and SIMD facts of this build",
+                "Print the convviz version with the facts of this build: Python, platform, NumPy, "
+                "ml_dtypes, OpenMP (compiled in or not), the SIMD kernel variant in use, threads, and "
+                "CuPy with its GPUs when present.  (`convviz --version` prints the version alone.)"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``convviz`` command; returns the exit status.
 
@@ -34,12 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     # Not argparse's action="version": that exits through SystemExit, and main() returns its status.
     parser.add_argument("-V", "--version", action="store_true", help="print 'convviz VERSION' and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("demo", help="write an animation, a coverage figure and an interactive page", add_help=False)
-    sub.add_parser("explain", help="print the geometry of a convolution", add_help=False)
-    sub.add_parser("gallery", help="draw the gallery of figures and animations into a folder", add_help=False)
-    sub.add_parser("page", help="write the interactive explorer as one offline HTML file", add_help=False)
-    sub.add_parser("bench", help="time convviz against TensorFlow and PyTorch", add_help=False)
-    sub.add_parser("version", help="print the version, OpenMP and SIMD facts of this build", add_help=False)
+    for name, (line, _) in COMMANDS.items():
+        sub.add_parser(name, help=line, add_help=False)
     if not argv:
         parser.print_help()
         return 2
@@ -53,28 +72,24 @@ def main(argv: list[str] | None = None) -> int:
         from . import bench
 
         return bench.main(argv[1:])
-    if args.command == "gallery":
-        return _gallery(argv[1:])
-    if args.command == "demo":
-        return _demo(argv[1:])
-    if args.command == "page":
-        return _page(argv[1:])
-    if args.command == "explain":
-        return _explain(argv[1:])
-    if args.command == "version":
-        return _version(argv[1:])
+    run = {"demo": _demo, "explain": _explain, "gallery": _gallery, "page": _page, "version": _version}
+    if args.command in run:
+        return run[args.command](argv[1:])
     parser.error(f"unknown command {argv[0]!r}")
     return 2
 
 
+def _parser(command: str, out: str | None = None) -> argparse.ArgumentParser:
+    """``convviz COMMAND``'s own parser, with a required ``--out`` (``out``: its help) where it writes."""
+    parser = argparse.ArgumentParser(prog=f"convviz {command}", description=COMMANDS[command][1])
+    if out is not None:
+        parser.add_argument("--out", required=True, help=out)
+    return parser
+
+
 def _version(argv: list[str]) -> int:
     """``convviz version``: what this build is (``show_versions``)."""
-    parser = argparse.ArgumentParser(
-        prog="convviz version",
-        description="Print the convviz version with the facts of this build: Python, platform, NumPy, "
-                    "ml_dtypes, OpenMP (compiled in or not), the SIMD kernel variant in use, threads, and "
-                    "CuPy with its GPUs when present.  (`convviz --version` prints the version alone.)")
-    parser.parse_args(argv)
+    _parser("version").parse_args(argv)
     from . import show_versions
 
     show_versions()
@@ -170,10 +185,7 @@ def ascii_coverage(geometry) -> str:
 def _explain(argv: list[str]) -> int:
     from .viz.views import card_text
 
-    parser = argparse.ArgumentParser(
-        prog="convviz explain",
-        description="Print the geometry of a 2-D convolution: output size, pad split, rows and columns "
-                    "that get no gradient, and an ASCII map of how many taps reach each input cell.")
+    parser = _parser("explain")
     _geometry_arguments(parser, input_default="8", kernel_default="3", stride_default="1", padding_default="VALID")
     args = parser.parse_args(argv)
     setup = _setup_from(parser, args)
@@ -192,13 +204,7 @@ def _demo(argv: list[str]) -> int:
 
     from .viz import animate_input_gradient, coverage, save, scatter
 
-    parser = argparse.ArgumentParser(
-        prog="convviz demo",
-        description="Show convviz's main job: the gradient of a strided convolution with respect to its input. "
-                    "Writes a coverage figure and a scatter figure (PNG), the input gradient built cell by cell "
-                    "(a GIF, and the same frames as an interactive HTML page), and the offline explorer page, "
-                    "printing each file as it is written.")
-    parser.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    parser = _parser("demo", out="folder to write into (created if missing)")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _geometry_arguments(parser, input_default="7", kernel_default="3", stride_default="2", padding_default="SAME")
     args = parser.parse_args(argv)
@@ -241,12 +247,7 @@ def _page(argv: list[str]) -> int:
     from .explorer import write_page
     from .explorer._setting import OP_ALIASES, PARAMS
 
-    parser = argparse.ArgumentParser(
-        prog="convviz page",
-        description="Write the convviz explorer as a single HTML file that works offline (open it from disk or "
-                    "host it anywhere). The settings below are its starting point; the page's URL query "
-                    "(?input=7x9&stride=2&padding=VALID&op=depthwise_filter_grad ...) overrides them.")
-    parser.add_argument("--out", required=True, help="HTML file to write (folders created)")
+    parser = _parser("page", out="HTML file to write (folders created)")
     _geometry_arguments(parser, input_default=None, kernel_default=None, stride_default=None,
                         padding_default=None, dilation_default=None)
     # An old op name (filter_grad) still works: mapped to its name now before the choice is checked.
@@ -269,8 +270,7 @@ def _page(argv: list[str]) -> int:
 def _gallery(argv: list[str]) -> int:
     from .viz import gallery
 
-    parser = argparse.ArgumentParser(prog="convviz gallery", description="Draw the convviz gallery into a folder.")
-    parser.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    parser = _parser("gallery", out="folder to write into (created if missing)")
     parser.add_argument("--only", default="", help="comma-separated entry or file names to draw (default: all)")
     parser.add_argument("--quiet", action="store_true", help="do not print progress")
     args = parser.parse_args(argv)
