@@ -4,7 +4,7 @@ for ``--sweep``), the arguments built from a case, and a case's results."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import ml_dtypes
@@ -129,7 +129,8 @@ _dwi = _cases_of("depthwise_conv2d_native_backprop_input")
 _dwf = _cases_of("depthwise_conv2d_native_backprop_filter")
 
 
-CASES = [
+# Each op's float32 NHWC cases: name, n, h, w, c_in, c_out_or_mult, k, stride, dilation.
+_FLOAT32 = [
     _fwd("fwd_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
     _fwd("fwd_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
     _fwd("fwd_stride2", 8, 28, 28, 128, 256, 3, 2, 1),
@@ -142,30 +143,6 @@ CASES = [
     _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1),
     _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2),
     _bpi("bpi_k7", 4, 64, 64, 16, 16, 7, 1, 1),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float64"),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16"),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16"),
-    # bfloat16 at the default precision: on AMX tiles where the CPU has them.
-    _fwd("fwd_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
-    _fwd("fwd_stem", 4, 224, 224, 3, 64, 7, 2, 1, dtype="bfloat16"),
-    _fwd("fwd_pointwise", 8, 28, 28, 256, 256, 1, 1, 1, dtype="bfloat16"),
-    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
-    _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16"),
-    _bpf("bpf_pointwise", 8, 28, 28, 256, 256, 1, 1, 1, dtype="bfloat16"),
-    # precision="fast": bfloat16 on the CPU's dot-product instruction where it
-    # has one (on AMX tiles where they run: exact products, so the same contract).
-    _bpi("bpi_cifar", 8, 32, 32, 16, 32, 3, 1, 1, dtype="bfloat16", precision="fast"),
-    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="bfloat16", precision="fast"),
-    _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="bfloat16", precision="fast"),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="bfloat16", precision="fast"),
-    _bpi("bpi_k7", 4, 64, 64, 16, 16, 7, 1, 1, dtype="bfloat16", precision="fast"),
-    # precision="fast": float16 on the CPU's float16 FMA where it has one (32 or
-    # more input channels per group; bpi_cifar and bpi_k7 have 16).
-    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="float16"),
-    _bpi("bpi_resnet", 8, 56, 56, 64, 64, 3, 1, 1, dtype="float16", precision="fast"),
-    _bpi("bpi_stride2", 8, 56, 56, 64, 128, 3, 2, 1, dtype="float16", precision="fast"),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, dtype="float16", precision="fast"),
-    _bpi("bpi_dilated", 4, 64, 64, 32, 32, 3, 1, 2, data_format="NCHW"),
     _bpf("bpf_tiny", 1, 8, 8, 3, 8, 3, 1, 1),
     _bpf("bpf_resnet", 8, 56, 56, 64, 64, 3, 1, 1),
     _bpf("bpf_stride2", 8, 28, 28, 128, 256, 3, 2, 1),
@@ -188,10 +165,31 @@ CASES = [
     _dwf("dwf_k5", 8, 28, 28, 256, 1, 5, 1, 1),
     _dwf("dwf_mult2", 4, 32, 32, 32, 2, 3, 1, 1),
     _dwf("dwf_dilated", 4, 64, 64, 64, 1, 3, 1, 2),
-    _dwf("dwf_mobilenet", 8, 56, 56, 64, 1, 3, 1, 1, dtype="float64"),
-    _dwf("dwf_mobilenet", 8, 56, 56, 64, 1, 3, 1, 1, dtype="float16"),
-    _dwf("dwf_mobilenet", 8, 56, 56, 64, 1, 3, 1, 1, dtype="bfloat16"),
-    _dwf("dwf_mobilenet", 8, 56, 56, 64, 1, 3, 1, 1, data_format="NCHW"),
+]
+
+
+def _again(names: str, dtype: str = "float32", data_format: str = "NHWC", precision: str = "accurate") -> list[Case]:
+    """The float32 NHWC cases ``names`` (space-separated) again, in another dtype, layout or precision."""
+    by_name = {case.name: case for case in _FLOAT32}
+    return [replace(by_name[name], dtype=dtype, data_format=data_format, precision=precision)
+            for name in names.split()]
+
+
+CASES = [
+    *_FLOAT32,
+    *_again("bpi_dilated dwf_mobilenet", dtype="float64"),
+    *_again("bpi_dilated dwf_mobilenet", dtype="float16"),
+    *_again("bpi_dilated dwf_mobilenet", dtype="bfloat16"),
+    # bfloat16 at the default precision: on AMX tiles where the CPU has them.
+    *_again("fwd_resnet fwd_stem fwd_pointwise bpi_resnet bpf_resnet bpf_pointwise", dtype="bfloat16"),
+    # precision="fast": bfloat16 on the CPU's dot-product instruction where it
+    # has one (on AMX tiles where they run: exact products, so the same contract).
+    *_again("bpi_cifar bpi_resnet bpi_stride2 bpi_dilated bpi_k7", dtype="bfloat16", precision="fast"),
+    # precision="fast": float16 on the CPU's float16 FMA where it has one (32 or
+    # more input channels per group; bpi_cifar and bpi_k7 have 16).
+    *_again("bpi_resnet", dtype="float16"),
+    *_again("bpi_resnet bpi_stride2 bpi_dilated", dtype="float16", precision="fast"),
+    *_again("bpi_dilated dwf_mobilenet", data_format="NCHW"),
 ]
 
 
