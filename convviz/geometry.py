@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
@@ -95,13 +95,19 @@ def to_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
 
 
 def from_nhwc(array: np.ndarray, data_format: str) -> np.ndarray:
-    """An NHWC ``array`` as a view in ``data_format`` order.
+    """An NHWC ``array`` as a view in ``data_format`` order: the inverse of :func:`to_nhwc`.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from_nhwc(np.zeros((1, 5, 7, 3)), "NCHW").shape
-    (1, 3, 5, 7)
+    >>> nchw = np.arange(6).reshape(1, 2, 1, 3)  # 2 channels of 1 x 3 pixels
+    >>> nhwc = to_nhwc(nchw, "NCHW")
+    >>> nhwc[0, 0]  # 3 pixels of 2 channels
+    array([[0, 3],
+           [1, 4],
+           [2, 5]])
+    >>> np.array_equal(from_nhwc(nhwc, "NCHW"), nchw)
+    True
     """
     return array if data_format == "NHWC" else array.transpose(0, 3, 1, 2)
 
@@ -307,6 +313,26 @@ class InputPhase:
     pad_before: int
 
 
+class _BothAxes:
+    """A read-only attribute of :class:`ConvGeometry`: the ``(rows, cols)`` pair of
+    one :class:`AxisGeometry` attribute (``input_hw`` from ``input_size``, ...)."""
+
+    def __init__(self, axis_attribute: str, doc: str) -> None:
+        self.axis_attribute = axis_attribute
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, geometry: None, owner: type) -> _BothAxes: ...
+
+    @overload
+    def __get__(self, geometry: ConvGeometry, owner: type) -> tuple[int, int]: ...
+
+    def __get__(self, geometry: ConvGeometry | None, owner: type) -> _BothAxes | tuple[int, int]:
+        if geometry is None:  # on the class (help(), the docs)
+            return self
+        return getattr(geometry.rows, self.axis_attribute), getattr(geometry.cols, self.axis_attribute)
+
+
 @dataclass(frozen=True)
 class ConvGeometry:
     """Everything about a 2-D convolution's shape arithmetic.
@@ -372,29 +398,12 @@ class ConvGeometry:
         return cls(batch, rows, cols, in_channels, out_channels, groups, depthwise, data_format)
 
     # -- sizes -------------------------------------------------------------
-    @property
-    def input_hw(self) -> tuple[int, int]:
-        return self.rows.input_size, self.cols.input_size
-
-    @property
-    def output_hw(self) -> tuple[int, int]:
-        return self.rows.output_size, self.cols.output_size
-
-    @property
-    def kernel_hw(self) -> tuple[int, int]:
-        return self.rows.kernel_size, self.cols.kernel_size
-
-    @property
-    def strides_hw(self) -> tuple[int, int]:
-        return self.rows.stride, self.cols.stride
-
-    @property
-    def dilations_hw(self) -> tuple[int, int]:
-        return self.rows.dilation, self.cols.dilation
-
-    @property
-    def effective_kernel_hw(self) -> tuple[int, int]:
-        return self.rows.effective_kernel_size, self.cols.effective_kernel_size
+    input_hw = _BothAxes("input_size", "Input ``(height, width)``.")
+    output_hw = _BothAxes("output_size", "Output ``(height, width)``: the number of windows down and across.")
+    kernel_hw = _BothAxes("kernel_size", "Taps of the (undilated) kernel ``(down, across)``.")
+    strides_hw = _BothAxes("stride", "Strides ``(down, across)``.")
+    dilations_hw = _BothAxes("dilation", "Dilations ``(down, across)``.")
+    effective_kernel_hw = _BothAxes("effective_kernel_size", "Extent of the dilated kernel ``(down, across)``.")
 
     @property
     def pads(self) -> tuple[int, int, int, int]:
