@@ -42,8 +42,13 @@ if os.path.commonpath([os.path.realpath(convviz.__file__), tree]) != tree:
 names, seconds, placements, threads = sys.argv[1].split(","), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 device, data_format, dtype = sys.argv[5], sys.argv[6], sys.argv[7]
 out = {}
+ops = {short: op for op, short in bench.SHORT_NAMES.items()}
 for name in names:
-    case = next((c for c in bench.CASES if c.name == name and c.precision == "accurate"), None)
+    if ":" in name:  # a layer of its own (a sweep's): short op name, then n,h,w,c_in,c_out_or_mult,k,stride,dilation
+        short, sizes = name.split(":")
+        case = bench.Case(short, ops[short], *(int(v) for v in sizes.split(";")))
+    else:
+        case = next((c for c in bench.CASES if c.name == name and c.precision == "accurate"), None)
     if case is None:
         raise SystemExit(f"ab.py: no case {name!r} in convviz.bench.CASES")
     case = dataclasses.replace(case, dtype=dtype, data_format=data_format)  # its sizes, in this dtype and format
@@ -88,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("old", help="checkout of the old build (kernels built in place)")
     parser.add_argument("new", help="checkout of the new build")
-    parser.add_argument("--cases", required=True, help="comma-separated benchmark case names")
+    parser.add_argument("--cases", required=True,
+                        help="comma-separated benchmark case names, or layers as op:n;h;w;c_in;c_out_or_mult;k;"
+                             "stride;dilation (op: fwd, bpi, bpf, dwc, dwi, dwf), e.g. dwc:8;7;7;1152;1;5;1;1")
     parser.add_argument("--rounds", type=int, default=4, help="ABBA rounds (default 4)")
     parser.add_argument("--seconds", type=float, default=1.5, help="timing per case and process (default 1.5)")
     parser.add_argument("--placements", type=int, default=4, help="input placements per case (default 4)")
