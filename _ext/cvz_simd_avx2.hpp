@@ -10,6 +10,13 @@ struct Simd<float> {
     static inline vec zero() { return _mm256_setzero_ps(); }
     static inline vec load(const float* p) { return _mm256_loadu_ps(p); }
     static inline void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+    // The first n lanes (1 <= n <= V), the others zero / left as they are: nothing past
+    // them is touched (a channel remainder read and written in place).
+    static inline vec load_first(const float* p, idx n) { return _mm256_maskload_ps(p, first_mask(n)); }
+    static inline void store_first(float* p, vec v, idx n) { _mm256_maskstore_ps(p, first_mask(n), v); }
+    static inline __m256i first_mask(idx n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
     static inline void stream(float* p, vec v) { _mm256_stream_ps(p, v); }
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(float x) { return _mm256_set1_ps(x); }
@@ -73,6 +80,11 @@ struct Simd<double> {
     static inline vec zero() { return _mm256_setzero_pd(); }
     static inline vec load(const double* p) { return _mm256_loadu_pd(p); }
     static inline void store(double* p, vec v) { _mm256_storeu_pd(p, v); }
+    static inline vec load_first(const double* p, idx n) { return _mm256_maskload_pd(p, first_mask(n)); }
+    static inline void store_first(double* p, vec v, idx n) { _mm256_maskstore_pd(p, first_mask(n), v); }
+    static inline __m256i first_mask(idx n) {
+        return _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n), _mm256_setr_epi64x(0, 1, 2, 3));
+    }
     static inline void stream(double* p, vec v) { _mm256_stream_pd(p, v); }
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(double x) { return _mm256_set1_pd(x); }

@@ -18,6 +18,11 @@ struct Simd<float> {
     static inline vec zero() { return _mm512_setzero_ps(); }
     static inline vec load(const float* p) { return _mm512_loadu_ps(p); }
     static inline void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+    // The first n lanes (1 <= n <= V), the others zero / left as they are: nothing past
+    // them is touched (a channel remainder read and written in place).
+    static inline vec load_first(const float* p, idx n) { return _mm512_maskz_loadu_ps(first_mask(n), p); }
+    static inline void store_first(float* p, vec v, idx n) { _mm512_mask_storeu_ps(p, first_mask(n), v); }
+    static inline __mmask16 first_mask(idx n) { return (__mmask16)((1u << n) - 1u); }
     static inline void stream(float* p, vec v) { _mm512_stream_ps(p, v); }
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
@@ -84,6 +89,9 @@ struct Simd<double> {
     static inline vec zero() { return _mm512_setzero_pd(); }
     static inline vec load(const double* p) { return _mm512_loadu_pd(p); }
     static inline void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
+    static inline vec load_first(const double* p, idx n) { return _mm512_maskz_loadu_pd(first_mask(n), p); }
+    static inline void store_first(double* p, vec v, idx n) { _mm512_mask_storeu_pd(p, first_mask(n), v); }
+    static inline __mmask8 first_mask(idx n) { return (__mmask8)((1u << n) - 1u); }
     static inline void stream(double* p, vec v) { _mm512_stream_pd(p, v); }
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(double x) { return _mm512_set1_pd(x); }

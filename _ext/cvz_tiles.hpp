@@ -170,11 +170,15 @@ static inline void stencil_row_tiles(idx begin, idx end, Tile&& tile) {
 // when a caller's array is not 64-byte aligned -- no longer bound the tile.
 // With CLIP, only the input vectors j in [j_lo, j_hi) exist (the others are
 // padding): their taps are skipped, not multiplied by zero, so a NaN or Inf in
-// the filter reaches only the sums that contain it.
-template <class T, int MR, int KW, int SW, int NV, bool CLIP = false>
+// the filter reaches only the sums that contain it.  With TAIL, the last of the
+// NV vectors holds `tail` channels only (the remainder of a channel count that is
+// no multiple of the vector): its inputs are read and its sums stored through
+// masks, nothing past them touched, so rows are used in place whatever the channel
+// count (the lanes past it meet zero weights, or none, and are never stored).
+template <class T, int MR, int KW, int SW, int NV, bool CLIP = false, bool TAIL = false>
 static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, const T* w0, const idx* kh_of,
                                 idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream,
-                                idx j_lo = 0, idx j_hi = 0) {
+                                idx j_lo = 0, idx j_hi = 0, idx tail = 0) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
     vec acc[MR][NV];
@@ -200,7 +204,8 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
             }
             vec xv[NV];
             CVZ_UNROLL(4)
-            for (int v = 0; v < NV; ++v) xv[v] = S::load(xj + v * S::V);
+            for (int v = 0; v < NV; ++v)
+                xv[v] = TAIL && v == NV - 1 ? S::load_first(xj + v * S::V, tail) : S::load(xj + v * S::V);
             xj += pixel;
             CVZ_OPAQUE(xj);
             CVZ_UNROLL(4)
@@ -213,7 +218,14 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
                 }
         }
     }
-    if (stream) {  // out and out_pixel aligned to the vector (the caller checks)
+    if constexpr (TAIL) {
+        CVZ_UNROLL(32)
+        for (int p = 0; p < MR; ++p) {
+            CVZ_UNROLL(4)
+            for (int v = 0; v < NV - 1; ++v) S::store(out + p * out_pixel + v * S::V, acc[p][v]);
+            S::store_first(out + p * out_pixel + (NV - 1) * S::V, acc[p][NV - 1], tail);
+        }
+    } else if (stream) {  // out and out_pixel aligned to the vector (the caller checks)
         CVZ_UNROLL(32)
         for (int p = 0; p < MR; ++p)
             CVZ_UNROLL(4)
@@ -231,18 +243,18 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
 // padding on either side, so one tiling covers a whole output row, border
 // pixels included (done pixel by pixel, the border took a fifth of a 5x5
 // depthwise forward).  With col0 < 0 the tile's input pointer starts before the
-// row; the clipped columns are never read.
-template <class T, int MR, int KW, int SW, int NV = 1>
+// row; the clipped columns are never read.  TAIL, tail: as stencil_tile's.
+template <class T, int MR, int KW, int SW, int NV = 1, bool TAIL = false>
 static inline void stencil_tile_clipped(const T* const* rows, idx col0, idx cols, idx c0, idx pixel, const T* w0,
                                         const idx* kh_of, idx w_row_step, idx w_step, idx n_rows, T* out,
-                                        idx out_pixel, bool stream) {
+                                        idx out_pixel, bool stream, idx tail = 0) {
     constexpr idx span = (MR - 1) * SW + KW;
     if (col0 >= 0 && col0 + span <= cols)
-        stencil_tile<T, MR, KW, SW, NV>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows, out,
-                                        out_pixel, stream);
+        stencil_tile<T, MR, KW, SW, NV, false, TAIL>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step,
+                                                     n_rows, out, out_pixel, stream, 0, 0, tail);
     else
-        stencil_tile<T, MR, KW, SW, NV, true>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step, n_rows,
-                                              out, out_pixel, stream, -col0, cols - col0);
+        stencil_tile<T, MR, KW, SW, NV, true, TAIL>(rows, col0 * pixel + c0, pixel, w0, kh_of, w_row_step, w_step,
+                                                    n_rows, out, out_pixel, stream, -col0, cols - col0, tail);
 }
 
 // Calls f(integral_constant<KW>, integral_constant<SW>) when stencil_tile has an
