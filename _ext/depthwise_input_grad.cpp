@@ -27,12 +27,14 @@ struct DepthwiseInputGradArgs : ConvDims {
     // whether dy rows are read in place and results stored straight into dx
     // (with streaming stores when dx_stream, see streamable()), the
     // per-thread scratch size, the staged-row slots (a ring when `ring`, see
-    // ring_slots()).  The caller allocates `packed` (packed_elems of
+    // ring_slots()), and c_tail: the channels of the last vector where rows read
+    // or written in place end in a partial one (masked, stencil_tile's TAIL), else
+    // 0.  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
     // the (output column, kernel column) pairs that read it, then for each
     // stride phase the run of its columns that every phase tap reaches), which
     // pack() fills.
-    idx V, c_pad, scratch_elems, packed_elems, slots;
+    idx V, c_pad, scratch_elems, packed_elems, slots, c_tail;
     int dy_direct, dx_direct, dx_stream, ring;
     void* packed;
 };
@@ -99,12 +101,17 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     a->c_pad = round_up(a->Cin, a->V);
     const bool dy_same = (sizeof(T) == 4) ? a->dy.type == F32 : a->dy.type == F64;
     const bool dx_same = (sizeof(T) == 4) ? a->dx.type == F32 : a->dx.type == F64;
-    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->cout_g == 1 && a->c_pad == a->Cin;
+    // In place when a vector never reads past the last channel of a pixel, or where
+    // the stencil tiles run (one multiplier, stride 1), which read and write a channel
+    // remainder through masks (as the forward pass: depthwise_forward_prepare).
+    const bool masked = a->cout_g == 1 && a->sw == 1 && with_stencil(a->KW, a->sw, a->dw, [](auto, auto) {});
+    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->cout_g == 1 && (a->c_pad == a->Cin || masked);
     // The dy rows one input row reads span at most (KH - 1) * dh / sh + 1 rows.
     const idx row_bytes = a->OW * a->cout_g * a->c_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);
-    a->dx_direct = dx_same && a->dx.s[3] == 1 && a->c_pad == a->Cin;
+    a->dx_direct = dx_same && a->dx.s[3] == 1 && (a->c_pad == a->Cin || masked);
+    a->c_tail = a->dy_direct || a->dx_direct ? a->Cin % a->V : 0;
     a->dx_stream = a->dx_direct && streamable<T>(a->dx.data, a->dx.s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
                       (idx)((a->W * (1 + 2 * a->KW) + 2 * a->sw) * sizeof(idx) / sizeof(T)) + 16;
@@ -375,12 +382,18 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const T* packed = (const T*)a->packed;
     const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
+        const idx full = a->c_tail ? a->c_pad - S::V : a->c_pad;  // the channels in whole vectors
         stencil_row_tiles<DI_MR>(0, a->W, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
-            for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-                stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value>(
+            const auto tile = [&](idx c0, auto tail) {
+                stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value, 1,
+                                     decltype(tail)::value>(
                     rows, first + a->pl - (a->KW - 1), a->OW, c0, pixel, packed + (a->KW - 1) * a->c_pad + c0, kh_of,
-                    a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel, a->dx_stream);
+                    a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel, a->dx_stream,
+                    a->c_tail);
+            };
+            for (idx c0 = 0; c0 < full; c0 += S::V) tile(c0, std::false_type{});
+            if (a->c_tail) tile(full, std::true_type{});
         });
     });
     if (!stencil) {
