@@ -21,6 +21,7 @@ struct Simd<float> {
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(float x) { return _mm256_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+    static inline vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
     // Keep a loaded value in a register: stops the compiler re-loading it per use
     // (an empty asm; compilers without GNU asm do without).
 #if defined(__GNUC__)
@@ -89,6 +90,7 @@ struct Simd<double> {
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(double x) { return _mm256_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
+    static inline vec add(vec a, vec b) { return _mm256_add_pd(a, b); }
 #if defined(__GNUC__)
     static inline void keep(vec& v) { __asm__("" : "+x"(v)); }
 #else

@@ -27,6 +27,7 @@ struct Simd<float> {
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(float x) { return _mm512_set1_ps(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+    static inline vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
 #if defined(__GNUC__)
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
 #else
@@ -96,6 +97,7 @@ struct Simd<double> {
     static inline void fence() { _mm_sfence(); }
     static inline vec set1(double x) { return _mm512_set1_pd(x); }
     static inline vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+    static inline vec add(vec a, vec b) { return _mm512_add_pd(a, b); }
 #if defined(__GNUC__)
     static inline void keep(vec& v) { __asm__("" : "+v"(v)); }
 #else

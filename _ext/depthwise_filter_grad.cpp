@@ -57,8 +57,10 @@ namespace cvz {
 namespace {
 typedef void (*PrepareFn)(DepthwiseFilterGradArgs*);
 typedef void (*BlockFn)(const DepthwiseFilterGradArgs*, idx, void*, const idx*, const idx*);
+typedef void (*MergeFn)(const DepthwiseFilterGradArgs*, idx);
 const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_filter_grad_prepare);
 const BlockFn block_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_filter_grad_block);
+const MergeFn merge_table[ISA_COUNT][2] = CVZ_ISA_TABLE(depthwise_filter_grad_merge);
 }  // namespace
 
 void depthwise_filter_grad_prepare(DepthwiseFilterGradArgs* a, int isa, int f64) {
@@ -70,13 +72,8 @@ void depthwise_filter_grad_block(const void* args, int isa, int f64, idx block, 
     isa_pick(block_table, isa, f64)(a, block, scratch, a->ow_first, a->ow_last);
 }
 
-// A plain sum in block order: the same for every ISA.
-void depthwise_filter_grad_merge(const void* args, int /*isa*/, int f64, idx tap, void* /*scratch*/) {
-    const DepthwiseFilterGradArgs* a = static_cast<const DepthwiseFilterGradArgs*>(args);
-    if (f64)
-        generic::depthwise_filter_grad_merge<double>(a, tap, tap + 1);
-    else
-        generic::depthwise_filter_grad_merge<float>(a, tap, tap + 1);
+void depthwise_filter_grad_merge(const void* args, int isa, int f64, idx tap, void* /*scratch*/) {
+    isa_pick(merge_table, isa, f64)(static_cast<const DepthwiseFilterGradArgs*>(args), tap);
 }
 
 }  // namespace cvz
@@ -224,7 +221,7 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
     // and the columns after the last full tile are one chunk.  A row whose interior
     // holds no full tile keeps chunks of TW columns from column 0 (a 7-column row:
     // one chunk; each chunk reloads the accumulators).
-    const bool several = cm_pad > S::V, tiled = several && hi - lo >= TW;
+    const bool several = cm_pad > S::V && OW > 2 * TW, tiled = several && hi - lo >= TW;
     const idx pixel_bytes = cm_pad * (idx)sizeof(T);
     for (idx c0 = 0, c1; c0 < OW; c0 = c1) {
         c1 = !several ? OW
@@ -257,48 +254,51 @@ static void depthwise_filter_grad_row_blocked(const DepthwiseFilterGradArgs* a, 
             for (int kh = 0; kh < KH; ++kh)
                 CVZ_UNROLL(8)
                 for (int kw = 0; kw < KW; ++kw) acc[kh][kw] = S::load(partial + (kh * KW + kw) * cm_pad + q);
-            idx ow = c0;
-            while (ow < c1) {
-                if (ow >= lo && ow + TW <= hi && ow + TW <= c1) {
-                    vec d[TW];
-                    CVZ_UNROLL(16)
-                    for (int t = 0; t < TW; ++t) d[t] = S::load(dy_row + (ow + t) * dy_pixel + q);
-                    CVZ_UNROLL(8)
-                    for (int kh = 0; kh < KH; ++kh) {
-                        if (x_rows[kh] == nullptr) continue;
-                        const T* xb = x_rows[kh] + (ow * SW - a->pl) * x_pixel + q;
-                        CVZ_UNROLL(64)
-                        for (int j = 0; j < SPAN; ++j) {
-                            bool used = false;
-                            CVZ_UNROLL(8)
-                            for (int kw = 0; kw < KW; ++kw) {
-                                const int u = j - kw * DW;
-                                used = used || (u >= 0 && u % SW == 0 && u / SW < TW);
-                            }
-                            if (!used) continue;
-                            vec xv = S::load(xb + j * x_pixel);
-                            S::keep(xv);  // one load, reused by every tap below
-                            CVZ_UNROLL(8)
-                            for (int kw = 0; kw < KW; ++kw) {
-                                const int u = j - kw * DW;
-                                if (u >= 0 && u % SW == 0 && u / SW < TW)
-                                    acc[kh][kw] = S::fma(xv, d[u / SW], acc[kh][kw]);
-                            }
+            // Columns [ow, ow + n), n <= TW: their dy vectors in registers, each x vector
+            // loaded once for every (column, tap) pair that reads it.  With CLIP (a tile
+            // at a border, or shorter than TW) the x columns in the padding are never
+            // read and columns past n never added: only the pairs that exist, in order
+            // of ow, as a column at a time would add them.
+            const auto tile = [&](auto clip, idx ow, idx n) {
+                constexpr bool CLIP = decltype(clip)::value;
+                vec d[TW];
+                CVZ_UNROLL(16)
+                for (int t = 0; t < TW; ++t)
+                    d[t] = !CLIP || t < n ? S::load(dy_row + (ow + t) * dy_pixel + q) : S::zero();
+                const idx iw0 = ow * SW - a->pl;
+                CVZ_UNROLL(8)
+                for (int kh = 0; kh < KH; ++kh) {
+                    if (x_rows[kh] == nullptr) continue;
+                    const T* xb = x_rows[kh] + iw0 * x_pixel + q;
+                    CVZ_UNROLL(64)
+                    for (int j = 0; j < SPAN; ++j) {
+                        bool used = false;
+                        CVZ_UNROLL(8)
+                        for (int kw = 0; kw < KW; ++kw) {
+                            const int u = j - kw * DW;
+                            used = used || (u >= 0 && u % SW == 0 && u / SW < TW);
+                        }
+                        if (!used) continue;
+                        if (CLIP && (iw0 + j < 0 || iw0 + j >= a->W)) continue;  // a padding column
+                        vec xv = S::load(xb + j * x_pixel);
+                        S::keep(xv);  // one load, reused by every tap below
+                        CVZ_UNROLL(8)
+                        for (int kw = 0; kw < KW; ++kw) {
+                            const int u = j - kw * DW;
+                            if (u >= 0 && u % SW == 0 && u / SW < TW && (!CLIP || u / SW < n))
+                                acc[kh][kw] = S::fma(xv, d[u / SW], acc[kh][kw]);
                         }
                     }
+                }
+            };
+            for (idx ow = c0; ow < c1;) {
+                if (ow >= lo && ow + TW <= hi && ow + TW <= c1) {
+                    tile(std::false_type{}, ow, TW);
                     ow += TW;
                 } else {
-                    const vec d = S::load(dy_row + ow * dy_pixel + q);
-                    CVZ_UNROLL(8)
-                    for (int kh = 0; kh < KH; ++kh) {
-                        if (x_rows[kh] == nullptr) continue;
-                        const T* xb = x_rows[kh] + (ow * SW - a->pl) * x_pixel + q;
-                        CVZ_UNROLL(8)
-                        for (int kw = 0; kw < KW; ++kw)
-                            if (ow >= ow_first[kw] && ow < ow_last[kw])
-                                acc[kh][kw] = S::fma(S::load(xb + kw * DW * x_pixel), d, acc[kh][kw]);
-                    }
-                    ++ow;
+                    const idx n = c1 - ow < TW ? c1 - ow : TW;
+                    tile(std::true_type{}, ow, n);
+                    ow += n;
                 }
             }
             CVZ_UNROLL(8)
@@ -444,18 +444,23 @@ static void depthwise_filter_grad_block(const DepthwiseFilterGradArgs* a, idx bl
     }
 }
 
-// out[tap][c][m] = sum over blocks, in block order, of partial[block][tap][c*M+m]
-// for taps [tap_begin, tap_end).
+// out[tap][c][m] = 0 + the sum over blocks, in block order, of
+// partial[block][tap][c*M+m]: a plain sum per element, so the same bits on every
+// ISA, a vector of channels at a time (one at a time it took a fifth of a
+// 7x7x960 call's time).
 template <class T>
-static void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, idx tap_begin, idx tap_end) {
-    const T* partial = (const T*)a->partial;
+static void depthwise_filter_grad_merge(const DepthwiseFilterGradArgs* a, idx tap) {
+    typedef Simd<T> S;
+    const T* partial = (const T*)a->partial + tap * a->cm_pad;
     const idx stride = a->KH * a->KW * a->cm_pad;
-    for (idx tap = tap_begin; tap < tap_end; ++tap)
-        for (idx q = 0; q < a->cm; ++q) {
-            T total = 0;
-            for (idx b = 0; b < a->n_blocks; ++b) total += partial[b * stride + tap * a->cm_pad + q];
-            store_as<T>(a->out.data, a->out.type, tap * a->cm + q, total);
-        }
+    T total[S::V];
+    for (idx q = 0; q < a->cm; q += S::V) {  // (cm_pad: the partial sums' padding lanes exist)
+        typename S::vec acc = S::zero();
+        for (idx b = 0; b < a->n_blocks; ++b) acc = S::add(acc, S::load(partial + b * stride + q));
+        S::store(total, acc);
+        for (idx v = 0; v < S::V && q + v < a->cm; ++v)
+            store_as<T>(a->out.data, a->out.type, tap * a->cm + q + v, total[v]);
+    }
 }
 
 #endif  // CVZ_PER_ISA_PASS

@@ -24,11 +24,14 @@ __all__ = ["depthwise_conv2d_native_backprop_filter"]
 
 
 # Partial sums: about ROWS_PER_BLOCK rows of out_backprop per block (fewer
-# blocks re-read fewer input rows at block edges), at most MAX_REDUCTION_BLOCKS
-# blocks and REDUCTION_BUDGET_BYTES for all of them.  All constants, never the
-# thread count, so the summation order (and every bit of the result) does not
-# depend on threads.
+# blocks re-read fewer input rows at block edges), at least MIN_REDUCTION_BLOCKS
+# where there are that many rows (blocks are the units the threads share: 3
+# blocks on 2 threads left one idle a third of the time; 8 share evenly on 1, 2,
+# 4 or 8), at most MAX_REDUCTION_BLOCKS blocks and REDUCTION_BUDGET_BYTES for all
+# of them.  All constants, never the thread count, so the summation order (and
+# every bit of the result) does not depend on threads.
 ROWS_PER_BLOCK = 16
+MIN_REDUCTION_BLOCKS = 8
 MAX_REDUCTION_BLOCKS = 64
 REDUCTION_BUDGET_BYTES = 8 * 2**20
 # The GPU's pixel chunk: fixed, so the sum's grouping never depends on the
@@ -43,7 +46,7 @@ def reduction_blocks(geometry: ConvGeometry, itemsize: int) -> int:
     rows = geometry.batch * geometry.rows.output_size
     filter_size = int(np.prod(geometry.filter_shape))
     by_budget = max(1, REDUCTION_BUDGET_BYTES // max(1, filter_size * itemsize))
-    return max(1, min(rows // ROWS_PER_BLOCK, MAX_REDUCTION_BLOCKS, by_budget))
+    return max(1, min(max(rows // ROWS_PER_BLOCK, min(rows, MIN_REDUCTION_BLOCKS)), MAX_REDUCTION_BLOCKS, by_budget))
 
 
 def prepare(call: Call, fast: bool) -> int:
