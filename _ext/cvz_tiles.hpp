@@ -158,6 +158,33 @@ static inline void stencil_row_tiles(idx begin, idx end, Tile&& tile) {
         overlapping_tiles<MR>(begin, end, tile);
 }
 
+// A channel remainder: where a row's channels end in a partial vector, the last
+// vector holds `tail` channels only and is read and written through masks, so rows
+// are used in place whatever the channel count (the lanes past it meet zero
+// weights, or none, and are never stored).  load_lanes / store_lanes: the whole
+// vector, or with TAIL its first `tail` lanes.
+template <class T, bool TAIL>
+static inline typename Simd<T>::vec load_lanes(const T* p, idx tail) {
+    if constexpr (TAIL) return Simd<T>::load_first(p, tail);
+    else return Simd<T>::load(p);
+}
+
+template <class T, bool TAIL>
+static inline void store_lanes(T* p, typename Simd<T>::vec v, idx tail) {
+    if constexpr (TAIL) Simd<T>::store_first(p, v, tail);
+    else Simd<T>::store(p, v);
+}
+
+// f(c0, tail) for each channel vector c0 of a row of `padded` channels (a multiple
+// of the vector), `tail` a std::bool_constant: true for the last vector where
+// `tail_lanes` > 0 (it holds that many channels only).
+template <class T, class F>
+static inline void channel_vectors(idx padded, idx tail_lanes, F&& f) {
+    const idx full = tail_lanes ? padded - Simd<T>::V : padded;
+    for (idx c0 = 0; c0 < full; c0 += Simd<T>::V) f(c0, std::false_type{});
+    if (tail_lanes) f(full, std::true_type{});
+}
+
 // A stencil tile for per-channel (depthwise) sums, with KW taps per row and
 // stride SW known at compile time, over NV channel vectors:
 //   out[p * out_pixel + v * V] = sum over i < n_rows, k < KW of
@@ -171,10 +198,7 @@ static inline void stencil_row_tiles(idx begin, idx end, Tile&& tile) {
 // With CLIP, only the input vectors j in [j_lo, j_hi) exist (the others are
 // padding): their taps are skipped, not multiplied by zero, so a NaN or Inf in
 // the filter reaches only the sums that contain it.  With TAIL, the last of the
-// NV vectors holds `tail` channels only (the remainder of a channel count that is
-// no multiple of the vector): its inputs are read and its sums stored through
-// masks, nothing past them touched, so rows are used in place whatever the channel
-// count (the lanes past it meet zero weights, or none, and are never stored).
+// NV vectors is a channel remainder of `tail` channels (load_lanes).
 template <class T, int MR, int KW, int SW, int NV, bool CLIP = false, bool TAIL = false>
 static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, const T* w0, const idx* kh_of,
                                 idx w_row_step, idx w_step, idx n_rows, T* out, idx out_pixel, bool stream,
@@ -204,8 +228,8 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
             }
             vec xv[NV];
             CVZ_UNROLL(4)
-            for (int v = 0; v < NV; ++v)
-                xv[v] = TAIL && v == NV - 1 ? S::load_first(xj + v * S::V, tail) : S::load(xj + v * S::V);
+            for (int v = 0; v < NV - 1; ++v) xv[v] = S::load(xj + v * S::V);
+            xv[NV - 1] = load_lanes<T, TAIL>(xj + (NV - 1) * S::V, tail);
             xj += pixel;
             CVZ_OPAQUE(xj);
             CVZ_UNROLL(4)
@@ -223,7 +247,7 @@ static inline void stencil_tile(const T* const* rows, idx x_off, idx pixel, cons
         for (int p = 0; p < MR; ++p) {
             CVZ_UNROLL(4)
             for (int v = 0; v < NV - 1; ++v) S::store(out + p * out_pixel + v * S::V, acc[p][v]);
-            S::store_first(out + p * out_pixel + (NV - 1) * S::V, acc[p][NV - 1], tail);
+            store_lanes<T, TAIL>(out + p * out_pixel + (NV - 1) * S::V, acc[p][NV - 1], tail);
         }
     } else if (stream) {  // out and out_pixel aligned to the vector (the caller checks)
         CVZ_UNROLL(32)

@@ -296,17 +296,14 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
                                                                           out_pixel, ahead);
         } else {
             const idx lines_per_tile = ahead.lines_per(a->OW / DF_MR + 1);
-            const idx full = a->c_tail ? a->cm_pad - S::V : a->cm_pad;  // the channels in whole vectors
             stencil_row_tiles<DF_MR>(0, a->OW, [&](auto shape, idx ow) {
                 ahead.step(lines_per_tile);
-                const auto tile = [&](idx c0, auto tail) {
+                channel_vectors<T>(a->cm_pad, a->c_tail, [&](idx c0, auto tail) {
                     stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value, 1,
                                          decltype(tail)::value>(
                         rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad,
                         a->cm_pad, n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream, a->c_tail);
-                };
-                for (idx c0 = 0; c0 < full; c0 += S::V) tile(c0, std::false_type{});
-                if (a->c_tail) tile(full, std::true_type{});
+                });
             });
         }
     });

@@ -101,16 +101,15 @@ static void depthwise_input_grad_prepare(DepthwiseInputGradArgs* a) {
     a->c_pad = round_up(a->Cin, a->V);
     const bool dy_same = (sizeof(T) == 4) ? a->dy.type == F32 : a->dy.type == F64;
     const bool dx_same = (sizeof(T) == 4) ? a->dx.type == F32 : a->dx.type == F64;
-    // In place when a vector never reads past the last channel of a pixel, or where
-    // the stencil tiles run (one multiplier, stride 1), which read and write a channel
-    // remainder through masks (as the forward pass: depthwise_forward_prepare).
-    const bool masked = a->cout_g == 1 && a->sw == 1 && with_stencil(a->KW, a->sw, a->dw, [](auto, auto) {});
-    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->cout_g == 1 && (a->c_pad == a->Cin || masked);
+    // In place whatever the channel count: every tile reads and writes a channel
+    // remainder through masks (load_lanes; 8x56x56x72 3x3 staged and scattered took
+    // 1.8x the time, 5x5 at stride 2 1.4x).
+    a->dy_direct = dy_same && a->dy.s[3] == 1 && a->cout_g == 1;
     // The dy rows one input row reads span at most (KH - 1) * dh / sh + 1 rows.
     const idx row_bytes = a->OW * a->cout_g * a->c_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);
-    a->dx_direct = dx_same && a->dx.s[3] == 1 && (a->c_pad == a->Cin || masked);
+    a->dx_direct = dx_same && a->dx.s[3] == 1;
     a->c_tail = a->dy_direct || a->dx_direct ? a->Cin % a->V : 0;
     a->dx_stream = a->dx_direct && streamable<T>(a->dx.data, a->dx.s, a->N * a->H, a->V);
     a->packed_elems = round_up(a->KH * a->KW * a->cout_g * a->c_pad, 16) +
@@ -193,8 +192,9 @@ static inline void depthwise_input_grad_pairs(const DepthwiseInputGradArgs* a, c
 // One input pixel iw, NV channel vectors from c0: every (kernel row, column, m)
 // whose output cell exists.  rows[i]: the dy row of kernel row kh_of[i]; its
 // pixel ow holds M vectors of channels at ow * pixel + m * m_step.  The NV sums
-// are independent chains, which hides the FMA latency.
-template <class T, int NV>
+// are independent chains, which hides the FMA latency.  With TAIL the last of
+// them is the channel remainder (load_lanes, c_tail channels).
+template <class T, int NV, bool TAIL>
 static inline void depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, const T* const* rows,
                                               const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw, idx c0,
                                               T* out, idx out_pixel) {
@@ -206,28 +206,39 @@ static inline void depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, c
     depthwise_input_grad_pairs<T>(a, rows, kh_of, n_rows, pixel, iw, c0, [&](const T* d, const T* w) {
         for (idx m = 0; m < a->cout_g; ++m)
             CVZ_UNROLL(8)
-            for (int v = 0; v < NV; ++v)
-                acc[v] = S::fma(S::load(d + m * m_step + v * S::V), S::load(w + m * a->c_pad + v * S::V), acc[v]);
+            for (int v = 0; v < NV; ++v) {
+                const vec dv = v == NV - 1 ? load_lanes<T, TAIL>(d + m * m_step + v * S::V, a->c_tail)
+                                           : S::load(d + m * m_step + v * S::V);
+                acc[v] = S::fma(dv, S::load(w + m * a->c_pad + v * S::V), acc[v]);
+            }
     });
     CVZ_UNROLL(8)
-    for (int v = 0; v < NV; ++v) S::store(out + iw * out_pixel + c0 + v * S::V, acc[v]);
+    for (int v = 0; v < NV - 1; ++v) S::store(out + iw * out_pixel + c0 + v * S::V, acc[v]);
+    store_lanes<T, TAIL>(out + iw * out_pixel + c0 + (NV - 1) * S::V, acc[NV - 1], a->c_tail);
 }
 
 // Every channel vector of input pixel iw, up to 8 vectors at a time.
 template <class T>
 static inline void depthwise_input_grad_pixels(const DepthwiseInputGradArgs* a, const T* const* rows, const idx* kh_of,
                                                idx n_rows, idx pixel, idx m_step, idx iw, T* out, idx out_pixel) {
-    exact_tiles<8>(0, a->c_pad / Simd<T>::V, [&](auto nv, idx v0) {
-        depthwise_input_grad_pixel<T, decltype(nv)::value>(a, rows, kh_of, n_rows, pixel, m_step, iw,
-                                                           v0 * Simd<T>::V, out, out_pixel);
+    const idx vectors = a->c_pad / Simd<T>::V;
+    exact_tiles<8>(0, vectors, [&](auto nv, idx v0) {
+        constexpr int NV = decltype(nv)::value;
+        if (a->c_tail && v0 + NV == vectors)  // the channels' last, partial vector
+            depthwise_input_grad_pixel<T, NV, true>(a, rows, kh_of, n_rows, pixel, m_step, iw, v0 * Simd<T>::V, out,
+                                                    out_pixel);
+        else
+            depthwise_input_grad_pixel<T, NV, false>(a, rows, kh_of, n_rows, pixel, m_step, iw, v0 * Simd<T>::V, out,
+                                                     out_pixel);
     });
 }
 
 // MR input pixels iw0 + p * sw of one stride phase's run (see
 // depthwise_input_grad_pack), channel vector c0: the sums of
 // depthwise_input_grad_pixel, in its order, with each weight vector loaded once
-// per tile.  Pixel p reads the dy columns of iw0's pairs shifted by p.
-template <class T, int MR>
+// per tile.  Pixel p reads the dy columns of iw0's pairs shifted by p.  TAIL:
+// c0 is the channel remainder.
+template <class T, int MR, bool TAIL>
 static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs* a, const T* const* rows,
                                                    const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw0,
                                                    idx c0, T* out, idx out_pixel) {
@@ -240,15 +251,17 @@ static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs*
         for (idx m = 0; m < a->cout_g; ++m) {
             const vec wv = S::load(w + m * a->c_pad);
             CVZ_UNROLL(16)
-            for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
+            for (int p = 0; p < MR; ++p)
+                acc[p] = S::fma(load_lanes<T, TAIL>(d + p * pixel + m * m_step, a->c_tail), wv, acc[p]);
         }
     });
-    if (a->dx_stream) {  // dx and its pixel stride aligned to the vector (streamable())
+    if (TAIL || !a->dx_stream) {
+        CVZ_UNROLL(16)
+        for (int p = 0; p < MR; ++p)
+            store_lanes<T, TAIL>(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p], a->c_tail);
+    } else {  // dx and its pixel stride aligned to the vector (streamable())
         CVZ_UNROLL(16)
         for (int p = 0; p < MR; ++p) S::stream(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p]);
-    } else {
-        CVZ_UNROLL(16)
-        for (int p = 0; p < MR; ++p) S::store(out + (iw0 + p * a->sw) * out_pixel + c0, acc[p]);
     }
 }
 
@@ -256,7 +269,8 @@ static inline void depthwise_input_grad_phase_tile(const DepthwiseInputGradArgs*
 // sums as depthwise_input_grad_pixel, with each weight vector loaded once per tile.
 // Out of line: inlined into the row, its speed hung on how the compiler laid out
 // the whole row function (AVX2 dwi_mult2 0.15 or 0.19 ms after unrelated changes).
-template <class T, int MR>
+// TAIL: c0 is the channel remainder.
+template <class T, int MR, bool TAIL>
 CVZ_NOINLINE static void depthwise_input_grad_tile(const DepthwiseInputGradArgs* a, const T* const* rows,
                                                    const idx* kh_of, idx n_rows, idx pixel, idx m_step, idx iw0,
                                                    idx c0, T* out, idx out_pixel) {
@@ -274,11 +288,12 @@ CVZ_NOINLINE static void depthwise_input_grad_tile(const DepthwiseInputGradArgs*
             for (idx m = 0; m < M; ++m) {
                 const vec wv = S::load(w + m * a->c_pad);
                 CVZ_UNROLL(16)
-                for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(d + p * pixel + m * m_step), wv, acc[p]);
+                for (int p = 0; p < MR; ++p)
+                    acc[p] = S::fma(load_lanes<T, TAIL>(d + p * pixel + m * m_step, a->c_tail), wv, acc[p]);
             }
         }
     CVZ_UNROLL(16)
-    for (int p = 0; p < MR; ++p) S::store(out + (iw0 + p) * out_pixel + c0, acc[p]);
+    for (int p = 0; p < MR; ++p) store_lanes<T, TAIL>(out + (iw0 + p) * out_pixel + c0, acc[p], a->c_tail);
 }
 
 // Stride phases of one input row (stride > 1): the run of each phase in
@@ -288,7 +303,6 @@ template <class T>
 CVZ_NOINLINE static void depthwise_input_grad_phases(const DepthwiseInputGradArgs* a, const T* const* rows,
                                                      const idx* kh_of, idx n_rows, idx pixel, idx m_step, T* out,
                                                      idx out_pixel, RowPrefetch& ahead) {
-    typedef Simd<T> S;
     const idx* run = depthwise_input_grad_columns<T>(a) + a->W + 2 * a->W * a->KW;
     const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
     for (idx ph = 0; ph < a->sw && ph < a->W; ++ph) {
@@ -297,9 +311,10 @@ CVZ_NOINLINE static void depthwise_input_grad_phases(const DepthwiseInputGradArg
             depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, out, out_pixel);
         balanced_tiles<DI_MR>(run[2 * ph], run[2 * ph + 1], [&](auto shape, idx q) {
             ahead.step(lines_per_tile);
-            for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-                depthwise_input_grad_phase_tile<T, decltype(shape)::value>(
+            channel_vectors<T>(a->c_pad, a->c_tail, [&](idx c0, auto tail) {
+                depthwise_input_grad_phase_tile<T, decltype(shape)::value, decltype(tail)::value>(
                     a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, c0, out, out_pixel);
+            });
         });
         for (idx q = run[2 * ph + 1]; q < q_end; ++q)
             depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, ph + q * a->sw, out, out_pixel);
@@ -382,18 +397,15 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
     const T* packed = (const T*)a->packed;
     const bool stencil = M == 1 && with_stencil(a->KW, a->sw, a->dw, [&](auto kw, auto sw) {
         const idx lines_per_tile = ahead.lines_per(a->W / DI_MR + 1);
-        const idx full = a->c_tail ? a->c_pad - S::V : a->c_pad;  // the channels in whole vectors
         stencil_row_tiles<DI_MR>(0, a->W, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
-            const auto tile = [&](idx c0, auto tail) {
+            channel_vectors<T>(a->c_pad, a->c_tail, [&](idx c0, auto tail) {
                 stencil_tile_clipped<T, decltype(shape)::value, decltype(kw)::value, decltype(sw)::value, 1,
                                      decltype(tail)::value>(
                     rows, first + a->pl - (a->KW - 1), a->OW, c0, pixel, packed + (a->KW - 1) * a->c_pad + c0, kh_of,
                     a->KW * a->c_pad, -a->c_pad, n_rows, out + first * out_pixel + c0, out_pixel, a->dx_stream,
                     a->c_tail);
-            };
-            for (idx c0 = 0; c0 < full; c0 += S::V) tile(c0, std::false_type{});
-            if (a->c_tail) tile(full, std::true_type{});
+            });
         });
     });
     if (!stencil) {
@@ -402,9 +414,10 @@ static void depthwise_input_grad_row(const DepthwiseInputGradArgs* a, idx row, v
             depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);
         exact_tiles<DI_MR>(iw_lo, iw_hi, [&](auto shape, idx first) {
             ahead.step(lines_per_tile);
-            for (idx c0 = 0; c0 < a->c_pad; c0 += S::V)
-                depthwise_input_grad_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, m_step, first,
-                                                                     c0, out, out_pixel);
+            channel_vectors<T>(a->c_pad, a->c_tail, [&](idx c0, auto tail) {
+                depthwise_input_grad_tile<T, decltype(shape)::value, decltype(tail)::value>(
+                    a, rows, kh_of, n_rows, pixel, m_step, first, c0, out, out_pixel);
+            });
         });
         for (idx iw = iw_hi; iw < a->W; ++iw)
             depthwise_input_grad_pixels<T>(a, rows, kh_of, n_rows, pixel, m_step, iw, out, out_pixel);

@@ -54,7 +54,8 @@ def test_known_values():
 
 
 # (N, H, W, C, M, K): channels a multiple of every vector width (read in place when
-# M = 1 in float32/64 NHWC), channels that are not, multipliers 1-3, 5x5 and 1x1.
+# M = 1 in float32/64 NHWC), channels that are not (in place too, the remainder
+# through masks), multipliers 1-3, 5x5 and 1x1.
 SHAPES = [(2, 9, 21, 32, 1, 3), (1, 7, 13, 5, 3, 3), (1, 11, 10, 48, 2, 5), (2, 6, 19, 17, 1, 1)]
 
 
@@ -122,7 +123,8 @@ def test_stencil_rows_of_every_width(k, stride, channels, rng):
     last one moved back over the tile before it; at stride 2 the tiles take two
     channel vectors at a time (48 channels: 2 + 1 vectors with AVX-512, 2 + 2 + 2
     with AVX2); 20 and 44 channels end in a partial vector, read and written in
-    place through masks (the sanitized build checks nothing past them is touched).
+    place through masks (the sanitized build checks nothing past them is touched;
+    at stride 2 the input gradient's phase tiles and border pixels).
     A filter tap set to Inf reaches exactly the cells whose sum
     reads it through a real input cell."""
     for w in range(1, 41):
