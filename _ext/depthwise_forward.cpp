@@ -96,20 +96,19 @@ static void depthwise_forward_prepare(DepthwiseForwardArgs* a) {
     a->cm_pad = round_up(a->Cout, a->V);
     const bool x_same = (sizeof(T) == 4) ? a->x.type == F32 : a->x.type == F64;
     const bool y_same = (sizeof(T) == 4) ? a->y.type == F32 : a->y.type == F64;
-    // In place when a vector never reads past the last channel of a pixel, or where
-    // the stencil tiles run, which read and write a channel remainder through masks
-    // (8x56x56x72 3x3, 1 thread: 1.49 ms staged and scattered, 0.80 ms for 64 channels).
+    // In place whatever the channel count: every tile reads and writes a channel
+    // remainder through masks (load_lanes; 8x56x56x72 3x3, 1 thread: 1.49 ms staged
+    // and scattered, 0.80 ms for 64 channels).
     // With a row stride, unaligned rows are staged too where loads that straddle
     // two cache lines cost more than copying each row once (split_line_loads_cost:
     // in-process A/B on a Zen 4, 8x112x112x64: 0.81-0.98x the time staged, with
     // stride 1 staging cost 1.05-1.18x; on an Intel Xeon staging cost 1.7x).
-    const bool masked = with_stencil(a->KW, a->sw, a->dw, [](auto, auto) {});
-    a->x_direct = x_same && a->x.s[3] == 1 && a->cout_g == 1 && (a->cm_pad == a->Cin || masked) &&
+    a->x_direct = x_same && a->x.s[3] == 1 && a->cout_g == 1 &&
                   (a->sh == 1 || !split_line_loads_cost() || vectors_aligned<T>(a->x.data, a->x.s, a->V));
     const idx row_bytes = a->W * a->cm_pad * (idx)sizeof(T);
     a->ring = ring_kept(a->KH, a->dh, row_bytes);
     a->slots = ring_slots(a->KH, a->dh, row_bytes);
-    a->y_direct = y_same && a->y.s[3] == 1 && (a->cm_pad == a->Cout || masked);
+    a->y_direct = y_same && a->y.s[3] == 1;
     a->c_tail = a->x_direct || a->y_direct ? a->Cout % a->V : 0;
     a->y_stream = a->y_direct && streamable<T>(a->y.data, a->y.s, a->N * a->OH, a->V);
     const idx span = (a->KW - 1) * a->dw + 1;
@@ -142,7 +141,8 @@ static void depthwise_forward_pack(DepthwiseForwardArgs* a) {
 
 // MR output pixels from ow0 (all taps real), channel vector c0: sum over the
 // n_rows kernel rows (input row rows[i], filter row kh_of[i]) and every column.
-template <class T, int MR>
+// TAIL: c0 is the channel remainder (load_lanes).
+template <class T, int MR, bool TAIL>
 static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
                                           idx n_rows, idx pixel, idx ow0, idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
@@ -159,17 +159,18 @@ static inline void depthwise_forward_tile(const DepthwiseForwardArgs* a, const T
             const vec wv = S::load(w + kw * a->cm_pad);
             const T* xk = x + kw * a->dw * pixel;
             CVZ_UNROLL(16)
-            for (int p = 0; p < MR; ++p) acc[p] = S::fma(S::load(xk + p * step), wv, acc[p]);
+            for (int p = 0; p < MR; ++p) acc[p] = S::fma(load_lanes<T, TAIL>(xk + p * step, a->c_tail), wv, acc[p]);
         }
     }
     CVZ_UNROLL(16)
-    for (int p = 0; p < MR; ++p) S::store(out + (ow0 + p) * out_pixel + c0, acc[p]);
+    for (int p = 0; p < MR; ++p) store_lanes<T, TAIL>(out + (ow0 + p) * out_pixel + c0, acc[p], a->c_tail);
 }
 
 // One output pixel near a border, NV channel vectors from c0: only the taps whose
 // input column is real.  The NV sums are independent chains, so the FMA latency
-// is hidden (one vector at a time, border pixels took a quarter of dwc_k5).
-template <class T, int NV>
+// is hidden (one vector at a time, border pixels took a quarter of dwc_k5).  With
+// TAIL the last of them is the channel remainder.
+template <class T, int NV, bool TAIL>
 static inline void depthwise_forward_edge(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
                                           idx n_rows, idx pixel, idx ow, idx c0, T* out, idx out_pixel) {
     typedef Simd<T> S;
@@ -185,19 +186,27 @@ static inline void depthwise_forward_edge(const DepthwiseForwardArgs* a, const T
             const T* x = rows[i] + iw * pixel + c0;
             const T* w = packed + (kh_of[i] * a->KW + kw) * a->cm_pad + c0;
             CVZ_UNROLL(8)
-            for (int v = 0; v < NV; ++v) acc[v] = S::fma(S::load(x + v * S::V), S::load(w + v * S::V), acc[v]);
+            for (int v = 0; v < NV; ++v) {
+                const vec xv = v == NV - 1 ? load_lanes<T, TAIL>(x + v * S::V, a->c_tail) : S::load(x + v * S::V);
+                acc[v] = S::fma(xv, S::load(w + v * S::V), acc[v]);
+            }
         }
     CVZ_UNROLL(8)
-    for (int v = 0; v < NV; ++v) S::store(out + ow * out_pixel + c0 + v * S::V, acc[v]);
+    for (int v = 0; v < NV - 1; ++v) S::store(out + ow * out_pixel + c0 + v * S::V, acc[v]);
+    store_lanes<T, TAIL>(out + ow * out_pixel + c0 + (NV - 1) * S::V, acc[NV - 1], a->c_tail);
 }
 
 // Every channel vector of border pixel ow, up to 8 vectors at a time.
 template <class T>
 static inline void depthwise_forward_edge_pixel(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
                                                 idx n_rows, idx pixel, idx ow, T* out, idx out_pixel) {
-    exact_tiles<8>(0, a->cm_pad / Simd<T>::V, [&](auto nv, idx v0) {
-        depthwise_forward_edge<T, decltype(nv)::value>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out,
-                                                      out_pixel);
+    const idx vectors = a->cm_pad / Simd<T>::V;
+    exact_tiles<8>(0, vectors, [&](auto nv, idx v0) {
+        constexpr int NV = decltype(nv)::value;
+        if (a->c_tail && v0 + NV == vectors)  // the channels' last, partial vector
+            depthwise_forward_edge<T, NV, true>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out, out_pixel);
+        else
+            depthwise_forward_edge<T, NV, false>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out, out_pixel);
     });
 }
 
@@ -313,9 +322,10 @@ static void depthwise_forward_row(const DepthwiseForwardArgs* a, idx row, void* 
             depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
         exact_tiles<DF_MR>(a->ow_lo, a->ow_hi, [&](auto shape, idx ow) {
             ahead.step(lines_per_tile);
-            for (idx c0 = 0; c0 < a->cm_pad; c0 += S::V)
-                depthwise_forward_tile<T, decltype(shape)::value>(a, rows, kh_of, n_rows, pixel, ow, c0, out,
-                                                                  out_pixel);
+            channel_vectors<T>(a->cm_pad, a->c_tail, [&](idx c0, auto tail) {
+                depthwise_forward_tile<T, decltype(shape)::value, decltype(tail)::value>(a, rows, kh_of, n_rows, pixel,
+                                                                                         ow, c0, out, out_pixel);
+            });
         });
         for (idx ow = a->ow_hi; ow < a->OW; ++ow)
             depthwise_forward_edge_pixel<T>(a, rows, kh_of, n_rows, pixel, ow, out, out_pixel);
