@@ -159,6 +159,8 @@ SANITIZED_OP_TESTS = {
     "test_depthwise_conv2d_native_backprop_filter.py": (
         "test_filter_gradient_kernels", "test_filter_gradient_errors", "test_huge_filter_sizes_do_not_overflow",
         "test_empty_out_backprop_in_filter_gradient_gives_zeros_not_garbage"),
+    # Rows read and written in place whatever the channel count: nothing past a pixel's channels touched.
+    "test_depthwise_conv2d_native.py": ("test_both_ops_on_every_simd_variant", "test_stencil_rows_of_every_width"),
 }
 
 
