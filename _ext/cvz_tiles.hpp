@@ -12,19 +12,31 @@
 // forward's over the kernel's taps and the group's input channels.  With
 // `resume`, the sums start from out's first n_pixels pixels instead of zero:
 // a sum split into consecutive parts, each part resuming where the last one
-// stored, adds the same terms in the same order (the same bits).
+// stored, adds the same terms in the same order (the same bits).  With `tail`
+// > 0 the last vector is a channel remainder of that many channels: out is
+// read and written there through masks (store_lanes), nothing past it touched.
 template <class T, int MR, int NRV>
 static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
                              idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels,
-                             bool resume = false) {
+                             bool resume = false, idx tail = 0) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
+    const auto load_out = [&](int p, int q) {
+        T* at = out + p * out_pixel_stride + q * S::V;
+        return tail && q == NRV - 1 ? S::load_first(at, tail) : S::load(at);
+    };
+    const auto store_out = [&](int p, int q, vec v) {
+        T* at = out + p * out_pixel_stride + q * S::V;
+        if (tail && q == NRV - 1)
+            S::store_first(at, v, tail);
+        else
+            S::store(at, v);
+    };
     vec acc[MR][NRV];
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
         CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q)
-            acc[p][q] = resume && p < n_pixels ? S::load(out + p * out_pixel_stride + q * S::V) : S::zero();
+        for (int q = 0; q < NRV; ++q) acc[p][q] = resume && p < n_pixels ? load_out(p, q) : S::zero();
     for (idx t = 0; t < n_taps; ++t) {
         const T* a = a_ptrs[t];
         const T* b = b_ptrs[t];
@@ -44,11 +56,11 @@ static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx
         CVZ_UNROLL(32)
         for (int p = 0; p < MR; ++p)
             CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+            for (int q = 0; q < NRV; ++q) store_out(p, q, acc[p][q]);
     } else {
         for (int p = 0; p < n_pixels; ++p)
             CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) S::store(out + p * out_pixel_stride + q * S::V, acc[p][q]);
+            for (int q = 0; q < NRV; ++q) store_out(p, q, acc[p][q]);
     }
 }
 
