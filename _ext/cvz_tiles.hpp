@@ -14,7 +14,7 @@
 // a sum split into consecutive parts, each part resuming where the last one
 // stored, adds the same terms in the same order (the same bits).  With `tail`
 // > 0 the last vector is a channel remainder of that many channels: out is
-// read and written there through masks (store_lanes), nothing past it touched.
+// read and written there through masks (Simd::load_first / store_first), nothing past it touched.
 template <class T, int MR, int NRV>
 static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
                              idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels,
