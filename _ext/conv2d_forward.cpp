@@ -399,11 +399,7 @@ CVZ_NOINLINE static void conv2d_forward_exact(const Conv2dForwardArgs* a, const 
                 for (int q = 0; q < NRV; ++q) acc[q] = S::fma(av, S::load(b + k * a->b_pitch + q * S::V), acc[q]);
             }
         }
-        for (int q = 0; q < NRV - 1; ++q) S::store(out + ow * out_pixel + q * S::V, acc[q]);
-        if (tail)
-            S::store_first(out + ow * out_pixel + (NRV - 1) * S::V, acc[NRV - 1], tail);
-        else
-            S::store(out + ow * out_pixel + (NRV - 1) * S::V, acc[NRV - 1]);
+        for (int q = 0; q < NRV; ++q) store_part(out + ow * out_pixel + q * S::V, acc[q], q == NRV - 1 ? tail : 0);
     }
 }
 
@@ -563,12 +559,8 @@ static void conv2d_forward_blocks(const Conv2dForwardArgs* a, const Conv2dForwar
         if (n_taps == 0) {  // every kernel row is in the padding: an empty sum
             const idx tail = conv2d_forward_block_tail(a, c0, nrv);
             for (idx ow = 0; ow < a->OW; ++ow)
-                for (int q = 0; q < nrv; ++q) {
-                    if (tail && q == nrv - 1)
-                        S::store_first(dst + ow * out_pixel + q * S::V, S::zero(), tail);
-                    else
-                        S::store(dst + ow * out_pixel + q * S::V, S::zero());
-                }
+                for (int q = 0; q < nrv; ++q)
+                    store_part(dst + ow * out_pixel + q * S::V, S::zero(), q == nrv - 1 ? tail : 0);
             continue;
         }
         for (idx t = 0; t < n_taps; ++t) {

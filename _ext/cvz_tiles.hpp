@@ -3,6 +3,22 @@
 // kernel.  Written against Simd<T> (cvz_simd_generic.hpp); included by
 // cvz_per_isa.hpp once per instruction set (no include guard on purpose).
 
+// A vector at p, or where lanes > 0 its first `lanes` lanes only, read or written
+// through a mask (a channel remainder in place: nothing past it touched); the
+// lane count known at run time (load_lanes / store_lanes below: at compile time).
+template <class T>
+static inline typename Simd<T>::vec load_part(const T* p, idx lanes) {
+    return lanes ? Simd<T>::load_first(p, lanes) : Simd<T>::load(p);
+}
+
+template <class T>
+static inline void store_part(T* p, typename Simd<T>::vec v, idx lanes) {
+    if (lanes)
+        Simd<T>::store_first(p, v, lanes);
+    else
+        Simd<T>::store(p, v);
+}
+
 // One tile: MR output pixels x NRV vectors of channels, accumulated in
 // registers over n_taps taps and K reduction channels, then stored once:
 //   out[p * out_pixel_stride + c] = sum over t < n_taps, k < K of
@@ -14,29 +30,22 @@
 // a sum split into consecutive parts, each part resuming where the last one
 // stored, adds the same terms in the same order (the same bits).  With `tail`
 // > 0 the last vector is a channel remainder of that many channels: out is
-// read and written there through masks (Simd::load_first / store_first), nothing past it touched.
+// read and written there through masks (load_part / store_part), nothing past it touched.
 template <class T, int MR, int NRV>
 static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx n_taps, idx a_pixel_stride,
                              idx K, idx b_row_stride, T* out, idx out_pixel_stride, idx n_pixels,
                              bool resume = false, idx tail = 0) {
     typedef Simd<T> S;
     typedef typename S::vec vec;
-    const auto load_out = [&](int p, int q) {
-        T* at = out + p * out_pixel_stride + q * S::V;
-        return tail && q == NRV - 1 ? S::load_first(at, tail) : S::load(at);
-    };
-    const auto store_out = [&](int p, int q, vec v) {
-        T* at = out + p * out_pixel_stride + q * S::V;
-        if (tail && q == NRV - 1)
-            S::store_first(at, v, tail);
-        else
-            S::store(at, v);
-    };
+    // The lanes of vector q: all, or the remainder's for the last one.
+    const auto lanes = [tail](int q) { return q == NRV - 1 ? tail : 0; };
     vec acc[MR][NRV];
     CVZ_UNROLL(32)
     for (int p = 0; p < MR; ++p)
         CVZ_UNROLL(4)
-        for (int q = 0; q < NRV; ++q) acc[p][q] = resume && p < n_pixels ? load_out(p, q) : S::zero();
+        for (int q = 0; q < NRV; ++q)
+            acc[p][q] = resume && p < n_pixels ? load_part(out + p * out_pixel_stride + q * S::V, lanes(q))
+                                               : S::zero();
     for (idx t = 0; t < n_taps; ++t) {
         const T* a = a_ptrs[t];
         const T* b = b_ptrs[t];
@@ -56,11 +65,11 @@ static inline void gemm_tile(const T* const* a_ptrs, const T* const* b_ptrs, idx
         CVZ_UNROLL(32)
         for (int p = 0; p < MR; ++p)
             CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) store_out(p, q, acc[p][q]);
+            for (int q = 0; q < NRV; ++q) store_part(out + p * out_pixel_stride + q * S::V, acc[p][q], lanes(q));
     } else {
         for (int p = 0; p < n_pixels; ++p)
             CVZ_UNROLL(4)
-            for (int q = 0; q < NRV; ++q) store_out(p, q, acc[p][q]);
+            for (int q = 0; q < NRV; ++q) store_part(out + p * out_pixel_stride + q * S::V, acc[p][q], lanes(q));
     }
 }
 
@@ -195,6 +204,20 @@ static inline void channel_vectors(idx padded, idx tail_lanes, F&& f) {
     const idx full = tail_lanes ? padded - Simd<T>::V : padded;
     for (idx c0 = 0; c0 < full; c0 += Simd<T>::V) f(c0, std::false_type{});
     if (tail_lanes) f(full, std::true_type{});
+}
+
+// The same in groups of up to NMAX vectors (exact_tiles): f(nv, c0, tail), nv an
+// std::integral_constant (the group's vectors), tail true for the group that ends
+// in the partial vector.
+template <class T, int NMAX, class F>
+static inline void channel_vector_groups(idx padded, idx tail_lanes, F&& f) {
+    const idx vectors = padded / Simd<T>::V;
+    exact_tiles<NMAX>(0, vectors, [&](auto nv, idx v0) {
+        if (tail_lanes && v0 + decltype(nv)::value == vectors)
+            f(nv, v0 * Simd<T>::V, std::true_type{});
+        else
+            f(nv, v0 * Simd<T>::V, std::false_type{});
+    });
 }
 
 // A stencil tile for per-channel (depthwise) sums, with KW taps per row and

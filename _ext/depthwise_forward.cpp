@@ -28,7 +28,7 @@ struct DepthwiseForwardArgs : ConvDims {
     // columns [ow_lo, ow_hi) whose taps all read real columns, the per-thread
     // scratch size, the staged-row slots (a ring when `ring`, see ring_slots()),
     // and c_tail: the channels of the last vector where rows read or written in
-    // place end in a partial one (masked, stencil_tile's TAIL), else 0.
+    // place end in a partial one (read and written through masks: load_lanes), else 0.
     // The caller allocates `packed` ([KH][KW][cm_pad] of the
     // compute type), which pack() fills.
     idx V, cm_pad, ow_lo, ow_hi, scratch_elems, slots, c_tail;
@@ -200,13 +200,9 @@ static inline void depthwise_forward_edge(const DepthwiseForwardArgs* a, const T
 template <class T>
 static inline void depthwise_forward_edge_pixel(const DepthwiseForwardArgs* a, const T* const* rows, const idx* kh_of,
                                                 idx n_rows, idx pixel, idx ow, T* out, idx out_pixel) {
-    const idx vectors = a->cm_pad / Simd<T>::V;
-    exact_tiles<8>(0, vectors, [&](auto nv, idx v0) {
-        constexpr int NV = decltype(nv)::value;
-        if (a->c_tail && v0 + NV == vectors)  // the channels' last, partial vector
-            depthwise_forward_edge<T, NV, true>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out, out_pixel);
-        else
-            depthwise_forward_edge<T, NV, false>(a, rows, kh_of, n_rows, pixel, ow, v0 * Simd<T>::V, out, out_pixel);
+    channel_vector_groups<T, 8>(a->cm_pad, a->c_tail, [&](auto nv, idx c0, auto tail) {
+        depthwise_forward_edge<T, decltype(nv)::value, decltype(tail)::value>(a, rows, kh_of, n_rows, pixel, ow, c0,
+                                                                             out, out_pixel);
     });
 }
 
@@ -228,23 +224,14 @@ template <class T, int MR, int NV, int KW, int SW>
 CVZ_NOINLINE static void depthwise_forward_stencil_row(const DepthwiseForwardArgs* a, const T* const* rows,
                                                        const idx* kh_of, idx n_rows, idx pixel, T* out,
                                                        idx out_pixel, RowPrefetch& ahead) {
-    typedef Simd<T> S;
     const T* packed = (const T*)a->packed;
     const idx lines_per_tile = ahead.lines_per(a->OW / MR + 1);
     stencil_row_tiles<MR>(0, a->OW, [&](auto shape, idx ow) {
         ahead.step(lines_per_tile);
-        const idx vectors = a->cm_pad / S::V;
-        exact_tiles<NV>(0, vectors, [&](auto nv, idx v0) {
-            const idx c0 = v0 * S::V;
-            const auto tile = [&](auto tail) {
-                stencil_tile_clipped<T, decltype(shape)::value, KW, SW, decltype(nv)::value, decltype(tail)::value>(
-                    rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
-                    n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream, a->c_tail);
-            };
-            if (a->c_tail && v0 + decltype(nv)::value == vectors)  // the channels' last, partial vector
-                tile(std::true_type{});
-            else
-                tile(std::false_type{});
+        channel_vector_groups<T, NV>(a->cm_pad, a->c_tail, [&](auto nv, idx c0, auto tail) {
+            stencil_tile_clipped<T, decltype(shape)::value, KW, SW, decltype(nv)::value, decltype(tail)::value>(
+                rows, ow * a->sw - a->pl, a->W, c0, pixel, packed + c0, kh_of, a->KW * a->cm_pad, a->cm_pad,
+                n_rows, out + ow * out_pixel + c0, out_pixel, a->y_stream, a->c_tail);
         });
     });
 }

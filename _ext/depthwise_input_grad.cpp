@@ -28,8 +28,8 @@ struct DepthwiseInputGradArgs : ConvDims {
     // (with streaming stores when dx_stream, see streamable()), the
     // per-thread scratch size, the staged-row slots (a ring when `ring`, see
     // ring_slots()), and c_tail: the channels of the last vector where rows read
-    // or written in place end in a partial one (masked, stencil_tile's TAIL), else
-    // 0.  The caller allocates `packed` (packed_elems of
+    // or written in place end in a partial one (read and written through masks:
+    // load_lanes), else 0.  The caller allocates `packed` (packed_elems of
     // the compute type: the filter [KH][KW][M][c_pad], then for each input column
     // the (output column, kernel column) pairs that read it, then for each
     // stride phase the run of its columns that every phase tap reaches), which
@@ -221,15 +221,9 @@ static inline void depthwise_input_grad_pixel(const DepthwiseInputGradArgs* a, c
 template <class T>
 static inline void depthwise_input_grad_pixels(const DepthwiseInputGradArgs* a, const T* const* rows, const idx* kh_of,
                                                idx n_rows, idx pixel, idx m_step, idx iw, T* out, idx out_pixel) {
-    const idx vectors = a->c_pad / Simd<T>::V;
-    exact_tiles<8>(0, vectors, [&](auto nv, idx v0) {
-        constexpr int NV = decltype(nv)::value;
-        if (a->c_tail && v0 + NV == vectors)  // the channels' last, partial vector
-            depthwise_input_grad_pixel<T, NV, true>(a, rows, kh_of, n_rows, pixel, m_step, iw, v0 * Simd<T>::V, out,
-                                                    out_pixel);
-        else
-            depthwise_input_grad_pixel<T, NV, false>(a, rows, kh_of, n_rows, pixel, m_step, iw, v0 * Simd<T>::V, out,
-                                                     out_pixel);
+    channel_vector_groups<T, 8>(a->c_pad, a->c_tail, [&](auto nv, idx c0, auto tail) {
+        depthwise_input_grad_pixel<T, decltype(nv)::value, decltype(tail)::value>(a, rows, kh_of, n_rows, pixel,
+                                                                                  m_step, iw, c0, out, out_pixel);
     });
 }
 
