@@ -198,6 +198,23 @@ constexpr int FWD_MR3 = per_isa(THIS_ISA, 0, 4, 8);
 // Vectors of a channel block for rows of at most FWD_SHORT_ROW columns.
 constexpr int FWD_SHORT_BLOCK = per_isa(THIS_ISA, 2, 3, 4);
 constexpr int FWD_SHORT_ROW = per_isa(THIS_ISA, 0, 7, 7);
+// Vectors of a channel block for longer rows, where a group has that many
+// (else 2) and the block's packed filter is at most FWD_LONG_BLOCK_BYTES, and
+// the pixels of its tiles.  On AVX-512, 6 x 4 tiles: 24 accumulators, the 4
+// filter vectors and a broadcast in registers (a 7 x 4 tile keeps one
+// accumulator on the stack), 10 loads for 24 FMAs where 14 x 2 tiles take 16
+// for 28, but 256 bytes of filter per step against 128: where the block's
+// filter stays in L1 (short sums: 1x1 layers, stems) the wide tile wins, where
+// it streams from L2 (3x3 layers of 64 channels and more) the 14 x 2 tile
+// reads half as much of it per FMA.  The same bits.  Timed against 14 x 2 in
+// one process, alternating, 10 rounds, 2 threads (in separate processes this
+// VM's noise was larger than the change): 1x1 layers 14x14 80->184 0.85x the
+// time, 28x28 40->240 0.89x, 112x112 16->96 0.83x, 8x56x56 24->144 0.84x,
+// 14x14 96->576 0.95x, 56x56 64->256 0.96x; the 3-channel 3x3 stem at
+// 256x256 0.81x, at 224x224 stride 2 1.02x.
+constexpr int FWD_LONG_BLOCK = per_isa(THIS_ISA, 2, 2, 4);
+constexpr int FWD_MR4_LONG = per_isa(THIS_ISA, 0, 0, 6);
+constexpr idx FWD_LONG_BLOCK_BYTES = 32 * 1024;
 constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
@@ -271,7 +288,11 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->ow_lo = lo;
     a->ow_hi = hi;
     const idx vectors = a->cout_g_pad / a->V;
-    a->block_vecs = a->OW <= FWD_SHORT_ROW && vectors >= FWD_SHORT_BLOCK ? FWD_SHORT_BLOCK : 2;
+    const idx long_block_bytes = a->KH * a->KW * a->cin_g * FWD_LONG_BLOCK * a->V * (idx)sizeof(T);
+    const int wide = a->OW <= FWD_SHORT_ROW                       ? FWD_SHORT_BLOCK
+                     : long_block_bytes <= FWD_LONG_BLOCK_BYTES ? FWD_LONG_BLOCK
+                                                                  : 2;
+    a->block_vecs = vectors >= wide ? wide : 2;
     a->blocks_per_group = (vectors + a->block_vecs - 1) / a->block_vecs;
     // By channel blocks when the filter outweighs a batch of input: rows would
     // stream the whole filter through the cache once per output row.
@@ -535,7 +556,11 @@ static inline void conv2d_forward_block_tiles(const Conv2dForwardArgs* a, const 
                                               bool resume) {
     const idx tail = conv2d_forward_block_tail(a, c0, nrv);
     if constexpr (FWD_MR4 > 0) {
-        if (nrv == 4) return conv2d_forward_tiles<T, FWD_MR4, 4>(a, s, n_taps, K, dst, out_pixel, resume, tail);
+        if (nrv == 4 && a->OW <= FWD_SHORT_ROW)
+            return conv2d_forward_tiles<T, FWD_MR4, 4>(a, s, n_taps, K, dst, out_pixel, resume, tail);
+    }
+    if constexpr (FWD_MR4_LONG > 0) {
+        if (nrv == 4) return conv2d_forward_tiles<T, FWD_MR4_LONG, 4>(a, s, n_taps, K, dst, out_pixel, resume, tail);
     }
     if constexpr (FWD_MR3 > 0) {
         if (nrv == 3) return conv2d_forward_tiles<T, FWD_MR3, 3>(a, s, n_taps, K, dst, out_pixel, resume, tail);
