@@ -58,12 +58,14 @@ struct Conv2dForwardArgs : ConvDims {
     // per block.  staged_elems is 0 (and staged unused) with row units.
     idx staged_elems;
     void* staged;
-    // With channel-block units, whether the tiles read the input rows where they
-    // are instead (staged_elems 0): the input is the compute type in packed NHWC
-    // and every pixel a tile reads is a real column (no left padding, rows no
-    // wider than the input: 1x1 and VALID convolutions, the input gradient's 1x1
-    // phases).  Staging would only copy them, into a buffer zeroed first, in a
-    // parallel region of its own (a fifth of a 7x7, 960 -> 160 channel call).
+    // Whether the tiles read the input rows where they are instead of staging them
+    // (staged_elems 0, no per-thread row slots): the input is the compute type in
+    // packed NHWC and every pixel a tile reads is a real column (no left padding,
+    // rows no wider than the input: 1x1 and VALID convolutions, the input
+    // gradient's 1x1 phases).  Staging would only copy them: with channel-block
+    // units into a buffer zeroed first, in a parallel region of its own (a fifth
+    // of a 7x7, 960 -> 160 channel call); with row units, a row at a time into
+    // the thread's slots (a 1x1 layer's whole input copied once more).
     int in_place;
 };
 
@@ -310,7 +312,7 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->block_major = a->cout_g_pad * (idx)sizeof(T) >= 1024 || a->by_block;
     a->b_pitch = a->block_major ? a->block_vecs * a->V : a->cout_g_pad;
     a->row_chunks = 1;
-    a->in_place = a->by_block && a->x.type == (sizeof(T) == 4 ? F32 : F64) && a->x.s[3] == 1 &&
+    a->in_place = a->x.type == (sizeof(T) == 4 ? F32 : F64) && a->x.s[3] == 1 &&
                   a->x.s[2] == a->Cin && a->pl == 0 && a->row_pixels <= a->W;
     a->staged_elems = a->by_block && !a->in_place ? a->N * a->H * a->row_pixels * a->Cin : 0;
     a->block_pack_elems = a->KH * a->KW * a->cin_g * a->block_vecs * a->V;
