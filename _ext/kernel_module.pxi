@@ -6,7 +6,7 @@
 # benchmark counts as memory beyond the result, and last_ran_on_amx() where it ran.
 cimport numpy as cnp
 
-from _cvz cimport recorded_amx, recorded_scratch
+from _cvz cimport record_scratch, recorded_amx, recorded_scratch
 
 cnp.import_array()
 
@@ -14,6 +14,13 @@ cnp.import_array()
 def last_scratch_bytes() -> int:
     """Scratch bytes of the calling thread's most recent kernel call in this module (0 before any)."""
     return recorded_scratch()
+
+
+def record_scratch_bytes(Py_ssize_t used) -> None:
+    """Note ``used`` as the calling thread's most recent scratch bytes in this module:
+    a plan's total when it ran the op on another module's kernel (the input gradient
+    per stride phase, a short 1x1 filter gradient on the forward kernel)."""
+    record_scratch(used)
 
 
 def last_ran_on_amx() -> bool:

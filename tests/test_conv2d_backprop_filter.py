@@ -127,6 +127,47 @@ def test_dense_filter_gradient_kernels(isa, shape, rng):
     np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
 
 
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_short_1x1_gradient_on_the_forward_kernel(isa, data_format, dtype, rng, monkeypatch):
+    """A 1x1 filter gradient over few pixels with more output channels than input
+    channels runs on the forward kernel (x transposed, dy as its filter): the
+    same bits as the filter gradient's own kernel, for any thread count, at
+    stride 1 and 2, with channel remainders; a NaN in x where the reference puts it."""
+    from convviz.ops import _op, filter_grad
+
+    for batch, size, stride, cin, cout in ((1, 7, 1, 64, 344), (1, 14, 2, 96, 288), (2, 4, 1, 130, 264)):
+        g = convviz.ConvGeometry.build(batch=batch, input_hw=(size, size), in_channels=cin, out_channels=cout,
+                                       kernel_hw=(1, 1), strides=(stride, stride), dilations=(1, 1), padding="SAME",
+                                       data_format=data_format)
+        assert filter_grad.prepare(_op.Call(g, np.dtype(dtype), 1), fast=False)
+        x = rng.standard_normal(g.input_shape).astype(dtype)
+        dy = rng.standard_normal(g.output_shape).astype(dtype)
+        kwargs = dict(strides=[stride, stride], padding="SAME", data_format=data_format)
+        sizes = list(g.filter_shape)
+        nan_x = x.copy()
+        nan_x[(0, 0, 0, 5) if data_format == "NHWC" else (0, 5, 0, 0)] = np.nan
+        with cpu.use_isa(isa):
+            _op._PLANS.clear()
+            got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
+            got_nan = convviz.conv2d_backprop_filter(nan_x, sizes, dy, **kwargs)
+            monkeypatch.setattr(filter_grad, "FORWARD_MAX_PIXELS", 0)  # the filter gradient's own kernel
+            _op._PLANS.clear()
+            own = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
+            monkeypatch.undo()
+            _op._PLANS.clear()
+        for result in got:
+            np.testing.assert_array_equal(result, own)
+        exact = reference.conv2d_backprop_filter(x.astype(np.float64), sizes, dy.astype(np.float64), **kwargs)
+        bound = reference.conv2d_backprop_filter(np.abs(x.astype(np.float64)), sizes,
+                                                 np.abs(dy.astype(np.float64)), **kwargs)
+        assert_close_to_reference(got[0], exact, bound, dtype)
+        nan_exact = reference.conv2d_backprop_filter(nan_x.astype(np.float64), sizes, dy.astype(np.float64),
+                                                     **kwargs)
+        np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+
+
 def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
     x = rng.standard_normal((4, 20, 20, 40)).astype(np.float32)
     dy = rng.standard_normal((4, 20, 20, 72)).astype(np.float32)

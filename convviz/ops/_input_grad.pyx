@@ -25,12 +25,6 @@ from conv2d_input_grad cimport (Conv2dInputGradArgs, conv2d_input_grad_prepare, 
                                 conv2d_input_grad_row)
 
 
-def record_scratch_bytes(Py_ssize_t used) -> None:
-    """Note ``used`` as the calling thread's most recent scratch bytes: the plan's
-    total when it ran the input gradient on the forward kernel (one call per phase)."""
-    record_scratch(used)
-
-
 def input_grad(cnp.ndarray out_backprop, int dy_type, cnp.ndarray filter, int w_type,
                cnp.ndarray in_backprop, int dx_type,
                Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
