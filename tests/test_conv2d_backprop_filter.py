@@ -141,7 +141,7 @@ def test_short_1x1_gradient_on_the_forward_kernel(isa, data_format, dtype, rng, 
         g = convviz.ConvGeometry.build(batch=batch, input_hw=(size, size), in_channels=cin, out_channels=cout,
                                        kernel_hw=(1, 1), strides=(stride, stride), dilations=(1, 1), padding="SAME",
                                        data_format=data_format)
-        assert filter_grad.prepare(_op.Call(g, np.dtype(dtype), 1), fast=False)
+        assert filter_grad.prepare(_op.Call(g, np.dtype(dtype), 1), fast=False) == filter_grad.ON_FORWARD
         x = rng.standard_normal(g.input_shape).astype(dtype)
         dy = rng.standard_normal(g.output_shape).astype(dtype)
         kwargs = dict(strides=[stride, stride], padding="SAME", data_format=data_format)
@@ -165,6 +165,44 @@ def test_short_1x1_gradient_on_the_forward_kernel(isa, data_format, dtype, rng, 
         assert_close_to_reference(got[0], exact, bound, dtype)
         nan_exact = reference.conv2d_backprop_filter(nan_x.astype(np.float64), sizes, dy.astype(np.float64),
                                                      **kwargs)
+        np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_few_output_channels_swapped(isa, data_format, rng, monkeypatch):
+    """A 1x1 filter gradient with a few output channels runs with x and dy swapped
+    (the result written transposed): the same bits as the unswapped kernel, for
+    any thread count; a NaN in dy where the reference puts it."""
+    from convviz.ops import _op, filter_grad
+
+    for batch, h, w, cin, cout in ((1, 20, 20, 64, 2), (2, 9, 11, 40, 8), (1, 5, 7, 16, 1)):
+        g = convviz.ConvGeometry.build(batch=batch, input_hw=(h, w), in_channels=cin, out_channels=cout,
+                                       kernel_hw=(1, 1), strides=(1, 1), dilations=(1, 1), padding="VALID",
+                                       data_format=data_format)
+        assert filter_grad.prepare(_op.Call(g, np.dtype(np.float32), 1), fast=False) == filter_grad.SWAPPED
+        x = rng.standard_normal(g.input_shape).astype(np.float32)
+        dy = rng.standard_normal(g.output_shape).astype(np.float32)
+        kwargs = dict(strides=[1, 1], padding="VALID", data_format=data_format)
+        sizes = list(g.filter_shape)
+        nan_dy = dy.copy()
+        nan_dy[0, 0, 0, 0] = np.nan
+        with cpu.use_isa(isa):
+            _op._PLANS.clear()
+            got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
+            got_nan = convviz.conv2d_backprop_filter(x, sizes, nan_dy, **kwargs)
+            monkeypatch.setattr(filter_grad, "SWAPPED_MAX_OUT_CHANNELS", 0)  # unswapped
+            _op._PLANS.clear()
+            own = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
+            monkeypatch.undo()
+            _op._PLANS.clear()
+        for result in got:
+            np.testing.assert_array_equal(result, own)
+        x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+        exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
+        bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
+        assert_close_to_reference(got[0], exact, bound, "float32")
+        nan_exact = reference.conv2d_backprop_filter(x64, sizes, nan_dy.astype(np.float64), **kwargs)
         np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
 
 

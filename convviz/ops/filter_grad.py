@@ -37,7 +37,42 @@ FORWARD_MAX_PIXELS = 64
 FORWARD_MIN_TERMS = 1 << 20
 
 
-def prepare(call: Call, fast: bool) -> bool:
+# The most output channels (float32) of a 1x1 filter gradient run with x and dy swapped.
+SWAPPED_MAX_OUT_CHANNELS = 8
+
+# How a call's signature runs (``plan.extra``): the filter gradient's kernel (None),
+# the forward kernel (:func:`_short_sum_on_forward`), or its own kernel with x and dy
+# swapped (:func:`_few_outputs_swapped`).
+ON_FORWARD, SWAPPED = "forward", "swapped"
+
+
+def prepare(call: Call, fast: bool) -> str | None:
+    """How this call's signature runs (ON_FORWARD, SWAPPED or None: see
+    :func:`_short_sum_on_forward` and :func:`_few_outputs_swapped`)."""
+    if _short_sum_on_forward(call):
+        return ON_FORWARD
+    return SWAPPED if _few_outputs_swapped(call) else None
+
+
+def _few_outputs_swapped(call: Call) -> bool:
+    """Whether a 1x1 filter gradient with few output channels (at most
+    SWAPPED_MAX_OUT_CHANNELS, float32, at least 16 input channels; stride 1, no
+    padding, one group) runs with x and dy swapped: ``dw[ci, co] = sum over pixels
+    of x[p, ci] * dy[p, co]`` is the transpose of the gradient that takes dy as its
+    input and x as its output gradient, and the kernel writes it through dw's
+    strides, transposed.  Its tiles then run over x's channels in whole vectors,
+    where 2 output channels filled 2 of a vector's 16 lanes (a U-Net's 64 -> 2
+    head).  The same terms in the same order: the same bits.  In one process,
+    alternating, 2 threads: 256x256 64 -> 2 0.43x the time, 128x128 32 -> 1 0.33x,
+    56x56 64 -> 8 0.41x, 64x64 128 -> 3 0.69x; AVX2 0.45-0.81x; 16 output channels
+    (a whole vector) 1.15x, float64 0.90-1.23x: not swapped."""
+    g = call.geometry
+    return (g.kernel_hw == (1, 1) and g.strides_hw == (1, 1) and g.groups == 1 and not any(g.pads)
+            and call.dtype == np.float32 and g.out_channels <= SWAPPED_MAX_OUT_CHANNELS
+            and g.in_channels >= 16)
+
+
+def _short_sum_on_forward(call: Call) -> bool:
     """Whether this call's signature runs on the forward kernel: a 1x1 filter, one
     group, no padding, float32 or float64, at most FORWARD_MAX_PIXELS output
     pixels (a network's last layers at batch 1: 7x7), more output channels than
@@ -62,7 +97,7 @@ def prepare(call: Call, fast: bool) -> bool:
 
 
 def _on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
-    """dw of a short 1x1 filter gradient as one forward pass (see :func:`prepare`)."""
+    """dw of a short 1x1 filter gradient as one forward pass (see :func:`_short_sum_on_forward`)."""
     stride_h, stride_w = plan.window[:2]
     out_h, out_w, c_in, c_out = dy.shape[1], dy.shape[2], x.shape[3], dy.shape[3]
     pixels = x.shape[0] * out_h * out_w
@@ -77,9 +112,12 @@ def _on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np
 
 def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
     """The kernel call: bfloat16 on AMX tiles where they run and the call suits them;
-    a short 1x1 sum on the forward kernel (:func:`prepare`)."""
-    if plan.extra:
+    a short 1x1 sum on the forward kernel, a 1x1 gradient with few output channels
+    with x and dy swapped (:func:`prepare`)."""
+    if plan.extra == ON_FORWARD:
         return _on_forward_kernel(plan, x, dy, dw, n_threads)
+    if plan.extra == SWAPPED:  # (dw transposed: the kernel writes through any strides)
+        x, dy, dw = dy, x, dw.transpose(0, 1, 3, 2)
     code = plan.code
     if (code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
             and _kernel_amx(x, dy, dw, code, *plan.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0):
