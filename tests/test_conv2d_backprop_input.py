@@ -53,7 +53,7 @@ INPUT_SHAPES = [  # (K, stride, dilation, width, C_in, C_out, groups)
 
 def test_input_gradient_shapes_cover_both_kernels():
     """The input gradient runs on the forward kernel where the filter outweighs dy,
-    dy's rows are narrow or the filter is 1x1, else on its own: the shapes above
+    dy's rows are narrow or the filter is 1x1 (stride 1), else on its own: the shapes above
     exercise both."""
     from convviz.ops.input_grad import _on_forward_kernel
 

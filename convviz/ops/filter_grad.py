@@ -104,10 +104,9 @@ def _on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np
     # x's pixels that the output reads (every stride-th), transposed: [C_in][pixels].
     rows = np.ascontiguousarray(x[:, ::stride_h, ::stride_w][:, :out_h, :out_w].reshape(pixels, c_in).T)
     taps = np.ascontiguousarray(dy).reshape(1, 1, pixels, c_out)
-    code = plan.code
-    _record_scratch(_forward_kernel(rows.reshape(1, 1, c_in, pixels), code, taps, code, dw.reshape(1, 1, c_in, c_out),
-                                    code, 1, 1, 1, 1, 0, 0, 1, n_threads, cpu.ISA_CODE, plan.f64,
-                                    cpu.MIN_PARALLEL_WORK))
+    code = plan.code  # dw [1, 1, C_in, C_out] is the forward pass's output [1, 1, C_in pixels, C_out]
+    _record_scratch(_forward_kernel(rows.reshape(1, 1, c_in, pixels), code, taps, code, dw, code,
+                                    1, 1, 1, 1, 0, 0, 1, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK))
 
 
 def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:

@@ -78,17 +78,20 @@ def _on_forward_kernel(g: ConvGeometry, compute_bytes: int = 4) -> bool:
     256 channels 3x3, 2.4 MB, ran 2-3x slower on the input-row kernel), or where
     the output gradient's rows are narrow (up to NARROW_ROW pixels: the
     input-row kernel's tiles of 14 and 24 pixels run part empty), or the filter
-    is 1x1 (the forward kernel reads dy's rows in place and, for short sums, runs
-    6 x 4 tiles: in one process, alternating, the same bits, 1x1 layers took
-    0.76x-0.95x the time on AVX-512 -- 28x28 512 -> 256 0.80x, 56x56 24 -> 144
-    0.78x, stride 2 0.89x --, 0.89x-1.01x on AVX2, 0.74x-0.99x in float64).
+    is 1x1 at stride 1 (the forward kernel reads dy's rows in place and, for short
+    sums, runs 6 x 4 tiles: in one process, alternating, the same bits, 1x1 layers
+    took 0.76x-0.95x the time on AVX-512 -- 28x28 512 -> 256 0.80x, 56x56 24 ->
+    144 0.78x, 8x112x112 16 -> 96 0.89x --, 0.89x-1.01x on AVX2, 0.74x-0.99x in
+    float64; at stride 2, where three of four input cells get no gradient and dx is
+    zeroed first, 8x56x56 64 -> 128 took 1.43x).
     Elsewhere the input-row kernel, tuned for this op, is as fast or faster
     (paired A/B over the sweep's layers, BENCHMARKS.md).  ``compute_bytes``: 8
     for float64, else 4 (half types are computed in float32)."""
     n, (out_h, out_w) = g.batch, g.output_hw
     kernel_h, kernel_w = g.kernel_hw
     filter_bytes = kernel_h * kernel_w * (g.in_channels // g.groups) * g.out_channels * compute_bytes
-    return (out_w <= NARROW_ROW or filter_bytes > CACHED_FILTER_BYTES or kernel_h == kernel_w == 1
+    return (out_w <= NARROW_ROW or filter_bytes > CACHED_FILTER_BYTES
+            or (kernel_h == kernel_w == 1 and g.strides_hw == (1, 1))
             or max_phase_taps(g) * (g.in_channels // g.groups) > n * out_h * out_w)
 
 
