@@ -127,83 +127,85 @@ def test_dense_filter_gradient_kernels(isa, shape, rng):
     np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
 
 
+def check_routed_1x1_gradient(isa, g, dtype, route, own_setting, nan_at, rng, monkeypatch):
+    """A 1x1 filter gradient that ``filter_grad.prepare`` routes as ``route``, and that
+    runs that way (the first array the kernel gets: x transposed on the forward
+    kernel, dy when swapped): the same bits as the filter gradient's own kernel
+    (with ``own_setting``, a module attribute set to 0, it takes that) for 1-3
+    threads, the reference's values, and a NaN at ``nan_at`` (``"x"`` or ``"dy"``,
+    its first element) where the reference puts it."""
+    from convviz.ops import _op, filter_grad
+
+    assert filter_grad.prepare(_op.Call(g, np.dtype(dtype), 1), fast=False) == route
+    kernel_name = "_forward_kernel" if route == filter_grad.ON_FORWARD else "_kernel"
+    first_arrays = []
+
+    def spy(first, *args):
+        first_arrays.append(first.shape)
+        return real(first, *args)
+
+    real = getattr(filter_grad, kernel_name)
+    monkeypatch.setattr(filter_grad, kernel_name, spy)
+    x = rng.standard_normal(g.input_shape).astype(dtype)
+    dy = rng.standard_normal(g.output_shape).astype(dtype)
+    kwargs = dict(strides=list(g.strides_hw), padding="VALID", data_format=g.data_format)
+    sizes = list(g.filter_shape)
+    nan_x, nan_dy = x.copy(), dy.copy()
+    (nan_x if nan_at == "x" else nan_dy).flat[0] = np.nan
+    with cpu.use_isa(isa):
+        _op._PLANS.clear()
+        got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
+        got_nan = convviz.conv2d_backprop_filter(nan_x, sizes, nan_dy, **kwargs)
+        pixels, (cin, cout) = g.batch * g.output_hw[0] * g.output_hw[1], (g.in_channels, g.out_channels)
+        expected = (1, 1, cin, pixels) if route == filter_grad.ON_FORWARD else (g.batch, *g.output_hw, cout)
+        assert first_arrays == [expected] * 4
+        monkeypatch.undo()
+        monkeypatch.setattr(filter_grad, own_setting, 0)
+        _op._PLANS.clear()
+        own = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
+        monkeypatch.undo()
+        _op._PLANS.clear()
+    for result in got:
+        np.testing.assert_array_equal(result, own)
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
+    bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
+    assert_close_to_reference(got[0], exact, bound, dtype)
+    nan_exact = reference.conv2d_backprop_filter(nan_x.astype(np.float64), sizes, nan_dy.astype(np.float64), **kwargs)
+    np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+
+
+def one_by_one(batch, h, w, cin, cout, stride, data_format):
+    """The geometry of a 1x1 layer without padding."""
+    return convviz.ConvGeometry.build(batch=batch, input_hw=(h, w), in_channels=cin, out_channels=cout,
+                                      kernel_hw=(1, 1), strides=(stride, stride), dilations=(1, 1), padding="VALID",
+                                      data_format=data_format)
+
+
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_short_1x1_gradient_on_the_forward_kernel(isa, data_format, dtype, rng, monkeypatch):
     """A 1x1 filter gradient over few pixels with more output channels than input
-    channels runs on the forward kernel (x transposed, dy as its filter): the
-    same bits as the filter gradient's own kernel, for any thread count, at
-    stride 1 and 2, with channel remainders; a NaN in x where the reference puts it."""
-    from convviz.ops import _op, filter_grad
+    channels runs on the forward kernel (x transposed, dy as its filter), at
+    stride 1 and 2, with channel remainders."""
+    from convviz.ops import filter_grad
 
-    for batch, size, stride, cin, cout in ((1, 7, 1, 64, 344), (1, 14, 2, 96, 288), (2, 4, 1, 130, 264)):
-        g = convviz.ConvGeometry.build(batch=batch, input_hw=(size, size), in_channels=cin, out_channels=cout,
-                                       kernel_hw=(1, 1), strides=(stride, stride), dilations=(1, 1), padding="SAME",
-                                       data_format=data_format)
-        assert filter_grad.prepare(_op.Call(g, np.dtype(dtype), 1), fast=False) == filter_grad.ON_FORWARD
-        x = rng.standard_normal(g.input_shape).astype(dtype)
-        dy = rng.standard_normal(g.output_shape).astype(dtype)
-        kwargs = dict(strides=[stride, stride], padding="SAME", data_format=data_format)
-        sizes = list(g.filter_shape)
-        nan_x = x.copy()
-        nan_x[(0, 0, 0, 5) if data_format == "NHWC" else (0, 5, 0, 0)] = np.nan
-        with cpu.use_isa(isa):
-            _op._PLANS.clear()
-            got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
-            got_nan = convviz.conv2d_backprop_filter(nan_x, sizes, dy, **kwargs)
-            monkeypatch.setattr(filter_grad, "FORWARD_MAX_PIXELS", 0)  # the filter gradient's own kernel
-            _op._PLANS.clear()
-            own = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
-            monkeypatch.undo()
-            _op._PLANS.clear()
-        for result in got:
-            np.testing.assert_array_equal(result, own)
-        exact = reference.conv2d_backprop_filter(x.astype(np.float64), sizes, dy.astype(np.float64), **kwargs)
-        bound = reference.conv2d_backprop_filter(np.abs(x.astype(np.float64)), sizes,
-                                                 np.abs(dy.astype(np.float64)), **kwargs)
-        assert_close_to_reference(got[0], exact, bound, dtype)
-        nan_exact = reference.conv2d_backprop_filter(nan_x.astype(np.float64), sizes, dy.astype(np.float64),
-                                                     **kwargs)
-        np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+    for batch, size, stride, cin, cout in ((1, 7, 1, 64, 344), (1, 13, 2, 96, 288), (2, 4, 1, 130, 264)):
+        check_routed_1x1_gradient(isa, one_by_one(batch, size, size, cin, cout, stride, data_format), dtype,
+                                  filter_grad.ON_FORWARD, "FORWARD_MAX_PIXELS", "x", rng, monkeypatch)
 
 
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 def test_few_output_channels_swapped(isa, data_format, rng, monkeypatch):
     """A 1x1 filter gradient with a few output channels runs with x and dy swapped
-    (the result written transposed): the same bits as the unswapped kernel, for
-    any thread count; a NaN in dy where the reference puts it."""
-    from convviz.ops import _op, filter_grad
+    (the result written transposed)."""
+    from convviz.ops import filter_grad
 
     for batch, h, w, cin, cout in ((1, 20, 20, 64, 2), (2, 9, 11, 40, 8), (1, 5, 7, 16, 1)):
-        g = convviz.ConvGeometry.build(batch=batch, input_hw=(h, w), in_channels=cin, out_channels=cout,
-                                       kernel_hw=(1, 1), strides=(1, 1), dilations=(1, 1), padding="VALID",
-                                       data_format=data_format)
-        assert filter_grad.prepare(_op.Call(g, np.dtype(np.float32), 1), fast=False) == filter_grad.SWAPPED
-        x = rng.standard_normal(g.input_shape).astype(np.float32)
-        dy = rng.standard_normal(g.output_shape).astype(np.float32)
-        kwargs = dict(strides=[1, 1], padding="VALID", data_format=data_format)
-        sizes = list(g.filter_shape)
-        nan_dy = dy.copy()
-        nan_dy[0, 0, 0, 0] = np.nan
-        with cpu.use_isa(isa):
-            _op._PLANS.clear()
-            got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=n, **kwargs) for n in (1, 2, 3)]
-            got_nan = convviz.conv2d_backprop_filter(x, sizes, nan_dy, **kwargs)
-            monkeypatch.setattr(filter_grad, "SWAPPED_MAX_OUT_CHANNELS", 0)  # unswapped
-            _op._PLANS.clear()
-            own = convviz.conv2d_backprop_filter(x, sizes, dy, **kwargs)
-            monkeypatch.undo()
-            _op._PLANS.clear()
-        for result in got:
-            np.testing.assert_array_equal(result, own)
-        x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-        exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
-        bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
-        assert_close_to_reference(got[0], exact, bound, "float32")
-        nan_exact = reference.conv2d_backprop_filter(x64, sizes, nan_dy.astype(np.float64), **kwargs)
-        np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+        check_routed_1x1_gradient(isa, one_by_one(batch, h, w, cin, cout, 1, data_format), "float32",
+                                  filter_grad.SWAPPED, "SWAPPED_MAX_OUT_CHANNELS", "dy", rng, monkeypatch)
 
 
 def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
