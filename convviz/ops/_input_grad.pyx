@@ -20,7 +20,7 @@ Scratch memory (see _ext/kernel_module.pxi): packed filter, per-thread buffers.
 
 include "kernel_module.pxi"
 
-from _cvz cimport conv_args, conv_flops, idx, record_scratch, run_packed, threads_for
+from _cvz cimport conv_args, conv_flops, idx, run_packed, threads_for
 from conv2d_input_grad cimport (Conv2dInputGradArgs, conv2d_input_grad_prepare, conv2d_input_grad_pack,
                                 conv2d_input_grad_row)
 

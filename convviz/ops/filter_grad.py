@@ -96,7 +96,7 @@ def _short_sum_on_forward(call: Call) -> bool:
             and g.out_channels > g.in_channels and pixels * g.in_channels * g.out_channels >= FORWARD_MIN_TERMS)
 
 
-def _on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
+def _run_on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
     """dw of a short 1x1 filter gradient as one forward pass (see :func:`_short_sum_on_forward`)."""
     stride_h, stride_w = plan.window[:2]
     out_h, out_w, c_in, c_out = dy.shape[1], dy.shape[2], x.shape[3], dy.shape[3]
@@ -114,7 +114,7 @@ def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n
     a short 1x1 sum on the forward kernel, a 1x1 gradient with few output channels
     with x and dy swapped (:func:`prepare`)."""
     if plan.extra == ON_FORWARD:
-        return _on_forward_kernel(plan, x, dy, dw, n_threads)
+        return _run_on_forward_kernel(plan, x, dy, dw, n_threads)
     if plan.extra == SWAPPED:  # (dw transposed: the kernel writes through any strides)
         x, dy, dw = dy, x, dw.transpose(0, 1, 3, 2)
     code = plan.code
