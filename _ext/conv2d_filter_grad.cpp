@@ -25,13 +25,14 @@ struct Conv2dFilterGradArgs : ConvDims {
     // ow_first/ow_last[kw]: the output columns whose input column through tap kw is real.
     const idx* ow_first;
     const idx* ow_last;
-    // How many units share the filter's tiles (any count gives the same bits).
+    // How many units share the filter's tiles within a part of the rows (any
+    // count gives the same bits); a call runs parts * n_units units.
     idx n_units;
     // Filled in by prepare(): the vector width, output channels per group
     // padded to it, the tile grid (input-channel tiles of up to MR rows by blocks of
     // 2 vectors of output channels, per tap and group), the output rows per
     // chunk, the per-thread scratch size.  The caller allocates `acc`
-    // (n_tiles tiles of tile_elems elements of the compute type, zeroed).
+    // (parts * n_tiles tiles of tile_elems elements of the compute type, zeroed).
     idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems;
     idx block_vectors;  // vectors of output channels per tile: 2, or 4 for a few input channels
     // kw_merged: a kernel row's taps are one run of KW * cin_g reduction rows
@@ -60,6 +61,14 @@ struct Conv2dFilterGradArgs : ConvDims {
     // and copy out (tile_elems is then 0 and `acc` unused).  Late layers: 7x7
     // pixels, 160 x 960 filter values.
     int direct_out;
+    // parts: the output rows cut into this many parts, fixed by the problem size
+    // (never by the thread count), each summed into its own accumulator buffer
+    // (acc holds parts of n_tiles * tile_elems), added in part order afterwards
+    // by conv2d_filter_grad_reduce.  Where the filter has few tiles and the sum is
+    // long (a 1x1 layer of 16-144 channels at 56x56, batch 8: 7 tiles, 25,088
+    // pixels), threads sharing tiles each staged every row and split the tiles
+    // unevenly.
+    idx parts;
     void* acc;
 };
 
@@ -69,6 +78,9 @@ void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64);
 // share of the filter's tiles, then their store into `out`, with `scratch` of
 // scratch_elems elements (a UnitFn of _cvz.pxd).
 void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch);
+// Tile `unit` of a call of several parts: its parts' sums added in part order,
+// stored into `out` (a UnitFn; n_tiles units, after every unit above).
+void conv2d_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch);
 
 }  // namespace cvz
 
@@ -88,12 +100,17 @@ typedef void (*PrepareFn)(Conv2dFilterGradArgs*);
 typedef void (*UnitFnT)(const Conv2dFilterGradArgs*, idx, void*);
 const PrepareFn prepare_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_filter_grad_prepare);
 const UnitFnT unit_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_filter_grad_unit);
+const UnitFnT reduce_table[ISA_COUNT][2] = CVZ_ISA_TABLE(conv2d_filter_grad_reduce);
 }  // namespace
 
 void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64) { isa_pick(prepare_table, isa, f64)(a); }
 
 void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch) {
     isa_pick(unit_table, isa, f64)(static_cast<const Conv2dFilterGradArgs*>(args), unit, scratch);
+}
+
+void conv2d_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch) {
+    isa_pick(reduce_table, isa, f64)(static_cast<const Conv2dFilterGradArgs*>(args), unit, scratch);
 }
 
 }  // namespace cvz
@@ -109,7 +126,10 @@ void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void*
 // of output channels), and each tile's sum stays in registers over a chunk of
 // output rows.  The chunks are fixed by the problem size, every tile adds them
 // in chunk order, and a tile belongs to one unit: the result is bitwise the same
-// for any thread count, and no two threads ever add into the same memory.
+// for any thread count, and no two threads ever add into the same memory.  Where
+// the filter has few tiles and the sum is long, the rows are cut into parts (their
+// number fixed by the problem size), a unit per part, and each tile's parts are
+// added in part order afterwards (conv2d_filter_grad_reduce).
 //
 // Only pairs that exist are added: for each kernel row, the output rows whose
 // input row is real; for each kernel column, the output columns whose input
@@ -128,6 +148,23 @@ constexpr int FG_MERGE_MAX_CIN = FG_MERGE_HALF_TILE_MAX_CIN > 3 ? FG_MERGE_HALF_
 // Output pixels per chunk (about): enough to amortise a tile's load and store,
 // few enough that a chunk's staged rows stay in the core's cache.
 constexpr idx FG_CHUNK_PIXELS = 256;
+// Parts of the rows (see Conv2dFilterGradArgs::parts): at most this many, each
+// of at least FG_PART_MIN_CHUNKS chunks and FG_PART_MIN_FLOPS of work, where a
+// part's accumulators take at most FG_PART_MAX_ACC_BYTES (they stay in the
+// core's L2 beside the staged rows; a 3x3 64 -> 64 layer's 161 KiB of tiles
+// already splits evenly over threads), and only where shares of the tiles would
+// cost: fewer than FG_PART_MAX_TILES tiles (shares of 2 or 3 tiles are uneven:
+// 112x112 32 -> 16, 3 tiles, 0.73x the time with parts), or a tensor every share
+// reads whole (dy, or x where each share stages only its blocks of dy) of at
+// least FG_PART_MIN_SHARED_BYTES, read again by every thread from beyond its L2
+// (8x56x56 256 -> 64: 0.75x).  Below that, the parts' zeroing and second pass
+// cost more than they save (8x14x14 200 -> 80, 1.7 MB, 45 tiles: 1.08x).
+constexpr idx FG_MAX_PARTS = 8;
+constexpr idx FG_PART_MIN_CHUNKS = 2;
+constexpr double FG_PART_MIN_FLOPS = double(1 << 21);
+constexpr idx FG_PART_MAX_ACC_BYTES = 96 * 1024;
+constexpr idx FG_PART_MAX_TILES = 16;
+constexpr idx FG_PART_MIN_SHARED_BYTES = 1 << 20;
 
 // The elements of a thread's staged input rows and output-gradient rows (0
 // where read in place): [chunk_rows][KH][W * Cin] + MR of slack (a partial tile
@@ -201,6 +238,22 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     const bool out_same = sizeof(T) == 4 ? a->out.type == F32 : a->out.type == F64;
     a->direct_out = a->N * a->OH <= chunk && out_same && a->out.s[3] == 1 && a->cout_g % a->V == 0 && !a->kw_merged;
     if (a->direct_out) a->tile_elems = 0;
+    a->parts = 1;
+    const idx chunks = (a->N * a->OH + chunk - 1) / chunk;
+    const double flops = 2.0 * a->N * a->OH * a->OW * a->Cout * a->KH * a->KW * a->cin_g;
+    const idx shared_bytes =
+        (a->blocks_outer ? a->N * a->H * a->W * a->Cin : a->N * a->OH * a->OW * a->Cout) * (idx)sizeof(T);
+    if (!a->direct_out && a->n_tiles * a->tile_elems * (idx)sizeof(T) <= FG_PART_MAX_ACC_BYTES &&
+        (a->n_tiles < FG_PART_MAX_TILES || shared_bytes >= FG_PART_MIN_SHARED_BYTES)) {
+        idx parts = chunks / FG_PART_MIN_CHUNKS;
+        const double by_work = flops / FG_PART_MIN_FLOPS;
+        if (by_work < (double)parts) parts = (idx)by_work;
+        if (parts > FG_MAX_PARTS) parts = FG_MAX_PARTS;
+        // A power of two, so that 2, 4 or 8 threads share the parts evenly (3 parts
+        // on 2 threads: one thread summed two, 1.25-1.4x the time of no parts).
+        while (parts & (parts - 1)) parts &= parts - 1;
+        if (parts > 1) a->parts = parts;
+    }
     // The staged rows (filter_grad_*_stage_elems), then the per-row tables:
     // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
     // and the blocked stage's slot keys (KH per row).
@@ -394,16 +447,56 @@ static void filter_grad_stage_x_blocked(const Conv2dFilterGradArgs* a, idx n, id
         }
 }
 
+// Store tile `tile`'s sums (acc: the tile's accumulators) into the filter
+// gradient (HWIO, the result's dtype).
+template <class T>
+static void filter_grad_store_tile(const Conv2dFilterGradArgs* a, idx tile, const T* t) {
+    typedef Simd<T> S;
+    const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
+    const idx nrv = filter_grad_vectors(a, f.c0);
+    const idx cols = a->cout_g - f.c0 < nrv * S::V ? a->cout_g - f.c0 : nrv * S::V;
+    for (idx p = 0; p < f.rows; ++p) {
+        // Reduction row r0 + p: input channel ci of tap kw (merged: the run's (kw, ci)).
+        const idx kw = a->kw_merged ? (f.r0 + p) / a->cin_g : f.kw;
+        const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
+        // A run of channels at a time (element by element, the stores took 10% of bpf_late).
+        const idx at =
+            f.kh * a->out.s[0] + kw * a->out.s[1] + ci * a->out.s[2] + (f.g * a->cout_g + f.c0) * a->out.s[3];
+        scatter_rows<T>(a->out.data, a->out.type, at, 1, 0, cols, a->out.s[3], t + p * nrv * S::V, 0);
+    }
+}
+
+template <class T>
+static void conv2d_filter_grad_reduce(const Conv2dFilterGradArgs* a, idx tile, void*) {
+    typedef Simd<T> S;
+    const idx part_elems = a->n_tiles * a->tile_elems;
+    T* t = (T*)a->acc + tile * a->tile_elems;
+    // Part 0's sums plus part 1's, plus part 2's, ...: one order, whatever the threads.
+    for (idx part = 1; part < a->parts; ++part) {
+        const T* u = t + part * part_elems;
+        for (idx e = 0; e < a->tile_elems; e += S::V) S::store(t + e, S::add(S::load(t + e), S::load(u + e)));
+    }
+    filter_grad_store_tile<T>(a, tile, t);
+}
+
 template <class T>
 static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, void* raw) {
     typedef Simd<T> S;
-    const idx tile_begin = unit * a->n_tiles / a->n_units, tile_end = (unit + 1) * a->n_tiles / a->n_units;
+    // Unit = (part of the rows, share of the tiles).
+    const idx part = unit / a->n_units, share = unit % a->n_units;
+    const idx tile_begin = share * a->n_tiles / a->n_units, tile_end = (share + 1) * a->n_tiles / a->n_units;
     if (tile_begin >= tile_end) return;
     // The output-channel blocks (g * c_blocks + cb) this unit's tiles read.
     const idx tiles_per_block = a->n_tiles / (a->G * a->c_blocks);
     const idx first_block = a->blocks_outer ? tile_begin / tiles_per_block : 0;
     const idx last_block = a->blocks_outer ? (tile_end - 1) / tiles_per_block : a->G * a->c_blocks - 1;
     const idx rows_total = a->N * a->OH, chunk_rows = a->chunk_rows;
+    // The part's rows: whole chunks (the last part ends at the last row).
+    const idx chunks = (rows_total + chunk_rows - 1) / chunk_rows;
+    const EvenSplit part_chunks(chunks, a->parts);
+    const idx row_begin = part_chunks.first(part) * chunk_rows;
+    const idx row_end_chunks = (part_chunks.first(part) + part_chunks.size(part)) * chunk_rows;
+    const idx row_end = row_end_chunks < rows_total ? row_end_chunks : rows_total;
     const idx x_row = a->W * a->Cin, dy_row = a->OW * a->G * a->cout_g_pad;
     const idx block = a->block_vectors * S::V, block_span = chunk_rows * a->OW * block;
     // dy's pixel stride as the tiles read it, and where block (g, c0) starts in
@@ -430,10 +523,10 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
     idx* counts = (idx*)(dy_rows + chunk_rows);
     idx* ih_of = counts + chunk_rows;  // input row of (chunk row, kh), -1 when in the padding
     idx* slot_key = ih_of + chunk_rows * a->KH;  // blocked stage: n * H + ih of each slot
-    T* acc = (T*)a->acc;
+    T* acc = (T*)a->acc + part * a->n_tiles * a->tile_elems;
 
-    for (idx row0 = 0; row0 < rows_total; row0 += chunk_rows) {
-        const idx n_rows = rows_total - row0 < chunk_rows ? rows_total - row0 : chunk_rows;
+    for (idx row0 = row_begin; row0 < row_end; row0 += chunk_rows) {
+        const idx n_rows = row_end - row0 < chunk_rows ? row_end - row0 : chunk_rows;
         idx slots = 0;  // blocked input rows staged for this chunk
         // The chunk's dy rows, and for each (row, kh) the input row it reads:
         // staged, or in place.
@@ -523,23 +616,10 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
         }
     }
 
-    // Store this unit's tiles into the filter gradient (HWIO, the result's dtype).
-    if (a->direct_out) return;  // the tiles stored their sums themselves
-    for (idx tile = tile_begin; tile < tile_end; ++tile) {
-        const FilterGradTile f = filter_grad_tile_at<T>(a, tile);
-        const idx nrv = filter_grad_vectors(a, f.c0);
-        const idx cols = a->cout_g - f.c0 < nrv * S::V ? a->cout_g - f.c0 : nrv * S::V;
-        const T* t = acc + tile * a->tile_elems;
-        for (idx p = 0; p < f.rows; ++p) {
-            // Reduction row r0 + p: input channel ci of tap kw (merged: the run's (kw, ci)).
-            const idx kw = a->kw_merged ? (f.r0 + p) / a->cin_g : f.kw;
-            const idx ci = a->kw_merged ? (f.r0 + p) % a->cin_g : f.r0 + p;
-            // A run of channels at a time (element by element, the stores took 10% of bpf_late).
-            const idx at =
-                f.kh * a->out.s[0] + kw * a->out.s[1] + ci * a->out.s[2] + (f.g * a->cout_g + f.c0) * a->out.s[3];
-            scatter_rows<T>(a->out.data, a->out.type, at, 1, 0, cols, a->out.s[3], t + p * nrv * S::V, 0);
-        }
-    }
+    // Store this unit's tiles into the filter gradient (with parts, reduce does,
+    // once every part is summed; direct_out: the tiles stored their sums themselves).
+    if (a->direct_out || a->parts > 1) return;
+    for (idx tile = tile_begin; tile < tile_end; ++tile) filter_grad_store_tile<T>(a, tile, acc + tile * a->tile_elems);
 }
 
 #endif  // CVZ_PER_ISA_PASS

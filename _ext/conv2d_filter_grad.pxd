@@ -16,7 +16,9 @@ cdef extern from * namespace "cvz" nogil:
         const idx* ow_last
         idx n_units
         idx V, cout_g_pad, mr, ci_tiles, c_blocks, n_tiles, tile_elems, chunk_rows, scratch_elems
+        idx parts
         void* acc
 
     void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a, int isa, int f64)
     void conv2d_filter_grad_unit(const void* args, int isa, int f64, idx unit, void* scratch)
+    void conv2d_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch)

@@ -208,6 +208,56 @@ def test_few_output_channels_swapped(isa, data_format, rng, monkeypatch):
                                   filter_grad.SWAPPED, "SWAPPED_MAX_OUT_CHANNELS", "dy", rng, monkeypatch)
 
 
+ROWS_IN_PARTS = [
+    # (N, H, W, C_in, C_out, K, stride, padding, data_format): filters of few tiles
+    # over long sums -- a 1x1 layer of 3 tiles, a stem whose kernel rows' taps are
+    # merged (SAME borders) -- and a 1x1 layer whose tiles would each read all of dy.
+    (1, 112, 112, 32, 16, 1, 1, "VALID", "NHWC"),
+    (1, 160, 160, 3, 16, 3, 2, "SAME", "NCHW"),
+    (2, 56, 56, 64, 64, 1, 1, "VALID", "NHWC"),
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("case", ROWS_IN_PARTS, ids=lambda c: "x".join(map(str, c[:7])) + c[7] + c[8])
+def test_rows_summed_in_parts(isa, dtype, case, rng):
+    """Where the filter has few tiles and the sum is long, the output rows are
+    summed in parts (their number fixed by the problem size) and the parts added
+    in order: the same bits for any thread count, the reference's values, and a
+    NaN and an Inf in late rows land where the float64 reference puts them."""
+    from convviz.ops import _filter_grad
+
+    n, h, w, cin, cout, k, stride, padding, data_format = case
+    if isa == "generic" and n == 1:
+        pytest.skip("the generic kernel's one-lane tiles are many: these filters are not few tiles there")
+    g = convviz.ConvGeometry.build(batch=n, input_hw=(h, w), in_channels=cin, out_channels=cout, kernel_hw=(k, k),
+                                   strides=(stride, stride), dilations=(1, 1), padding=padding,
+                                   data_format=data_format)
+    x = rng.standard_normal(g.input_shape).astype(dtype)
+    dy = rng.standard_normal(g.output_shape).astype(dtype)
+    kwargs = _window(data_format, (stride, stride), (1, 1), padding)
+    sizes = list(g.filter_shape)
+    odd_x, odd_dy = x.copy(), dy.copy()
+    odd_x.flat[-cin * 3] = np.nan  # a pixel of the last rows (the last part)
+    odd_dy.flat[odd_dy.size // 2] = np.inf
+    with cpu.use_isa(isa):
+        got = [convviz.conv2d_backprop_filter(x, sizes, dy, n_threads=t, **kwargs) for t in (1, 2, 3, 5)]
+        parts = _filter_grad.last_row_parts()
+        got_odd = convviz.conv2d_backprop_filter(odd_x, sizes, odd_dy, **kwargs)
+    assert parts > 1
+    for other in got[1:]:
+        assert other.tobytes() == got[0].tobytes()
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
+    bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
+    assert_close_to_reference(got[0], exact, bound, dtype)
+    odd_exact = reference.conv2d_backprop_filter(odd_x.astype(np.float64), sizes, odd_dy.astype(np.float64), **kwargs)
+    np.testing.assert_array_equal(np.isnan(got_odd), np.isnan(odd_exact))
+    np.testing.assert_array_equal(np.isposinf(got_odd), np.isposinf(odd_exact))
+    np.testing.assert_array_equal(np.isneginf(got_odd), np.isneginf(odd_exact))
+
+
 def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
     x = rng.standard_normal((4, 20, 20, 40)).astype(np.float32)
     dy = rng.standard_normal((4, 20, 20, 72)).astype(np.float32)

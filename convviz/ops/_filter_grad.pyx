@@ -9,7 +9,9 @@ strided) views, so one kernel serves both data formats and non-contiguous inputs
 ``filter_grad`` (float16, bfloat16, float32, float64) runs the SIMD kernel of
 ``_ext/conv2d_filter_grad.cpp``.  The filter is cut into tiles; each tile sums
 all of its terms in one fixed order (chunks of output rows, fixed by the
-problem size) and belongs to one thread, so results are bitwise identical for
+problem size; where the filter has few tiles and the sum is long, the rows in
+parts, also fixed by the problem size, each part's sums added in part order
+afterwards) and belongs to one unit, so results are bitwise identical for
 any thread count and no thread adds into another's memory.  Half types are
 read into float32 and rounded once at the end.
 
@@ -23,7 +25,8 @@ from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_amx_sc
 from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
                                      conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
                                      conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
-from conv2d_filter_grad cimport Conv2dFilterGradArgs, conv2d_filter_grad_prepare, conv2d_filter_grad_unit
+from conv2d_filter_grad cimport (Conv2dFilterGradArgs, conv2d_filter_grad_prepare, conv2d_filter_grad_reduce,
+                                 conv2d_filter_grad_unit)
 
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
@@ -73,6 +76,15 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     return used
 
 
+cdef idx _last_row_parts = 0
+
+
+def last_row_parts() -> int:
+    """Into how many parts the most recent ``filter_grad`` call in this process cut
+    the output rows (1: none; see Conv2dFilterGradArgs::parts): for the tests."""
+    return _last_row_parts
+
+
 def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_type,
                 cnp.ndarray filter_grad, int out_type, const Py_ssize_t[:, ::1] col_ranges,
                 Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
@@ -91,16 +103,20 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
               filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     a.acc = NULL
     conv2d_filter_grad_prepare(&a, isa, f64)
+    global _last_row_parts
+    _last_row_parts = a.parts
 
     cdef size_t elem = 8 if f64 else 4
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
     cdef double work = conv_flops(&a)
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles)
-    cdef size_t acc_bytes = <size_t>(a.n_tiles * a.tile_elems) * elem
+    # Units: (part of the rows, share of the tiles); with several parts, each part
+    # is one unit that holds all the tiles (see Conv2dFilterGradArgs::parts).
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles * a.parts)
+    cdef size_t acc_bytes = <size_t>(a.parts * a.n_tiles * a.tile_elems) * elem
     cdef idx* ranges = NULL
     cdef idx kw
     cdef Py_ssize_t used = acc_bytes
-    a.n_units = threads
+    a.n_units = threads if a.parts == 1 else 1
     try:
         if acc_bytes:  # (none when the tiles store straight into the result: direct_out)
             a.acc = scratch_alloc(acc_bytes)
@@ -110,7 +126,9 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
             ranges[a.KW + kw] = col_ranges[kw, 1]
         a.ow_first = ranges
         a.ow_last = ranges + a.KW
-        used += run_units(conv2d_filter_grad_unit, &a, isa, f64, threads, threads, scratch_bytes)
+        used += run_units(conv2d_filter_grad_unit, &a, isa, f64, a.parts * a.n_units, threads, scratch_bytes)
+        if a.parts > 1:
+            run_units(conv2d_filter_grad_reduce, &a, isa, f64, a.n_tiles, min(threads, a.n_tiles), 0)
     finally:
         free_aligned(a.acc)
         free_aligned(ranges)
