@@ -165,6 +165,14 @@ constexpr double FG_PART_MIN_FLOPS = double(1 << 21);
 constexpr idx FG_PART_MAX_ACC_BYTES = 96 * 1024;
 constexpr idx FG_PART_MAX_TILES = 16;
 constexpr idx FG_PART_MIN_SHARED_BYTES = 1 << 20;
+// Or bigger accumulators where a part's work is at least this many flops per byte
+// of them (their zeroing and the second pass are then a few percent: 8x28x28
+// 512 -> 128, 265 KiB of tiles, 103 MFLOP a part).
+constexpr double FG_PART_FLOPS_PER_ACC_BYTE = 256.0;
+// and at most this many bytes of them: every chunk of a part passes all of its
+// tiles' accumulators through the core's cache (3x3 layers of 256-1024 -> 512
+// channels, 4.9-9.5 MB of tiles, took 1.37-1.45x the time in parts).
+constexpr idx FG_PART_MAX_BIG_ACC_BYTES = 1 << 20;
 
 // The elements of a thread's staged input rows and output-gradient rows (0
 // where read in place): [chunk_rows][KH][W * Cin] + MR of slack (a partial tile
@@ -231,7 +239,15 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     // 2.89 ms; with 9 taps the blocks-first order ran slower (bpf_late 6.5 -> 7.1).
     a->blocks_outer = a->dy_blocked && a->KH * a->KW == 1;
     a->dy_direct = !a->dy_blocked && dy_same && a->dy.s[3] == 1 && a->dy.s[2] == a->Cout && a->cout_g_pad == a->cout_g;
-    idx chunk = (FG_CHUNK_PIXELS + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
+    // 1x1 filters over more pixels than one chunk take chunks of half as many: a tile's
+    // chunk of the output gradient's block and of its input channels then stays in L1
+    // (8x28x28 512 -> 128: 0.82x the time; 3x3 layers, whose taps share staged rows,
+    // were 1.01-1.03x with them).
+    const bool one_tap = a->KH * a->KW == 1;
+    const idx chunk_pixels = one_tap && a->N * a->OH * a->OW > FG_CHUNK_PIXELS
+                                 ? FG_CHUNK_PIXELS / 2
+                                 : FG_CHUNK_PIXELS;
+    idx chunk = (chunk_pixels + a->OW - 1) / (a->OW > 0 ? a->OW : 1);
     if (chunk < 1) chunk = 1;
     if (chunk > 64) chunk = 64;
     a->chunk_rows = chunk;
@@ -243,16 +259,22 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     const double flops = 2.0 * a->N * a->OH * a->OW * a->Cout * a->KH * a->KW * a->cin_g;
     const idx shared_bytes =
         (a->blocks_outer ? a->N * a->H * a->W * a->Cin : a->N * a->OH * a->OW * a->Cout) * (idx)sizeof(T);
-    if (!a->direct_out && a->n_tiles * a->tile_elems * (idx)sizeof(T) <= FG_PART_MAX_ACC_BYTES &&
-        (a->n_tiles < FG_PART_MAX_TILES || shared_bytes >= FG_PART_MIN_SHARED_BYTES)) {
-        idx parts = chunks / FG_PART_MIN_CHUNKS;
+    if (!a->direct_out && (a->n_tiles < FG_PART_MAX_TILES || shared_bytes >= FG_PART_MIN_SHARED_BYTES)) {
+        // (Chunks of FG_CHUNK_PIXELS, whatever this call's: 28x28 1x1 calls of 0.06 ms
+        // in 2 parts of 3 half-size chunks took 1.1-1.2x the time.)
+        const idx full_chunks = a->N * a->OH * a->OW / FG_CHUNK_PIXELS;
+        idx parts = (full_chunks < chunks ? full_chunks : chunks) / FG_PART_MIN_CHUNKS;
         const double by_work = flops / FG_PART_MIN_FLOPS;
         if (by_work < (double)parts) parts = (idx)by_work;
         if (parts > FG_MAX_PARTS) parts = FG_MAX_PARTS;
         // A power of two, so that 2, 4 or 8 threads share the parts evenly (3 parts
         // on 2 threads: one thread summed two, 1.25-1.4x the time of no parts).
         while (parts & (parts - 1)) parts &= parts - 1;
-        if (parts > 1) a->parts = parts;
+        const double acc_bytes = (double)(a->n_tiles * a->tile_elems * (idx)sizeof(T));
+        const bool acc_fits = acc_bytes <= FG_PART_MAX_ACC_BYTES ||
+                              (acc_bytes <= flops / (parts * FG_PART_FLOPS_PER_ACC_BYTE) &&
+                               acc_bytes <= FG_PART_MAX_BIG_ACC_BYTES);
+        if (parts > 1 && acc_fits) a->parts = parts;
     }
     // The staged rows (filter_grad_*_stage_elems), then the per-row tables:
     // a_rows, b_rows, x_rows (KH per row) and dy_rows (pointers), counts, ih_of
