@@ -167,12 +167,19 @@ def check_routed_1x1_gradient(isa, g, dtype, route, own_setting, nan_at, rng, mo
         _op._PLANS.clear()
     for result in got:
         np.testing.assert_array_equal(result, own)
+    check_reference(got[0], x, dy, got_nan, nan_x, nan_dy, sizes, kwargs, dtype)
+
+
+def check_reference(got, x, dy, got_odd, odd_x, odd_dy, sizes, kwargs, dtype):
+    """``got`` (the gradient of x and dy) against the float64 reference, and NaN,
+    +Inf and -Inf of ``got_odd`` (of odd_x and odd_dy) where the reference puts them."""
     x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
     exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
     bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
-    assert_close_to_reference(got[0], exact, bound, dtype)
-    nan_exact = reference.conv2d_backprop_filter(nan_x.astype(np.float64), sizes, nan_dy.astype(np.float64), **kwargs)
-    np.testing.assert_array_equal(np.isnan(got_nan), np.isnan(nan_exact))
+    assert_close_to_reference(got, exact, bound, dtype)
+    odd_exact = reference.conv2d_backprop_filter(odd_x.astype(np.float64), sizes, odd_dy.astype(np.float64), **kwargs)
+    for where in (np.isnan, np.isposinf, np.isneginf):
+        np.testing.assert_array_equal(where(got_odd), where(odd_exact))
 
 
 def one_by_one(batch, h, w, cin, cout, stride, data_format):
@@ -254,14 +261,7 @@ def test_rows_summed_in_parts(isa, dtype, case, rng):
     assert parts > 1
     for other in got[1:]:
         assert other.tobytes() == got[0].tobytes()
-    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-    exact = reference.conv2d_backprop_filter(x64, sizes, dy64, **kwargs)
-    bound = reference.conv2d_backprop_filter(np.abs(x64), sizes, np.abs(dy64), **kwargs)
-    assert_close_to_reference(got[0], exact, bound, dtype)
-    odd_exact = reference.conv2d_backprop_filter(odd_x.astype(np.float64), sizes, odd_dy.astype(np.float64), **kwargs)
-    np.testing.assert_array_equal(np.isnan(got_odd), np.isnan(odd_exact))
-    np.testing.assert_array_equal(np.isposinf(got_odd), np.isposinf(odd_exact))
-    np.testing.assert_array_equal(np.isneginf(got_odd), np.isneginf(odd_exact))
+    check_reference(got[0], x, dy, got_odd, odd_x, odd_dy, sizes, kwargs, dtype)
 
 
 def test_bitwise_the_same_for_any_thread_count_on_many_tiles(rng):
