@@ -110,8 +110,9 @@ def filter_grad(cnp.ndarray input, int x_type, cnp.ndarray out_backprop, int dy_
     cdef size_t scratch_bytes = <size_t>a.scratch_elems * elem
     cdef double work = conv_flops(&a)
     # Units: (part of the rows, share of the tiles); with several parts, each part
-    # is one unit that holds all the tiles (see Conv2dFilterGradArgs::parts).
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles * a.parts)
+    # is one unit that holds all the tiles (see Conv2dFilterGradArgs::parts), and
+    # no more threads than parts.
+    cdef int threads = threads_for(work, min_parallel_work, n_threads, a.n_tiles if a.parts == 1 else a.parts)
     cdef size_t acc_bytes = <size_t>(a.parts * a.n_tiles * a.tile_elems) * elem
     cdef idx* ranges = NULL
     cdef idx kw
