@@ -27,6 +27,7 @@ cdef extern from "cvz_common.hpp" namespace "cvz" nogil:
     cdef cppclass ConvDims:
         idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g
         idx sh, sw, dh, dw, pt, pl
+        double flops()
 
 cdef extern from "cvz_isa.hpp" namespace "cvz" nogil:
     int isa_best()
@@ -90,8 +91,8 @@ cdef inline void conv_args(ConvDims* d, Tensor* input, cnp.ndarray input_array, 
 
 cdef inline double conv_flops(const ConvDims* d) noexcept nogil:
     """The convolution's multiply-adds times two (``ConvGeometry.flops``): the work that
-    decides whether a call is worth a parallel region (``threads_for``)."""
-    return 2.0 * d.N * d.OH * d.OW * d.Cout * d.KH * d.KW * d.cin_g
+    decides whether a call is worth a parallel region (``threads_for``; ConvDims::flops)."""
+    return d.flops()
 
 
 cdef inline int threads_for(double work, double min_parallel_work, int n_threads, idx units) noexcept nogil:

@@ -256,7 +256,7 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
     if (a->direct_out) a->tile_elems = 0;
     a->parts = 1;
     const idx chunks = (a->N * a->OH + chunk - 1) / chunk;
-    const double flops = 2.0 * a->N * a->OH * a->OW * a->Cout * a->KH * a->KW * a->cin_g;
+    const double flops = a->flops();
     const idx shared_bytes =
         (a->blocks_outer ? a->N * a->H * a->W * a->Cin : a->N * a->OH * a->OW * a->Cout) * (idx)sizeof(T);
     if (!a->direct_out && (a->n_tiles < FG_PART_MAX_TILES || shared_bytes >= FG_PART_MIN_SHARED_BYTES)) {

@@ -411,6 +411,9 @@ struct Tensor {
 struct ConvDims {
     idx N, H, W, Cin, OH, OW, Cout, KH, KW, G, cin_g, cout_g;
     idx sh, sw, dh, dw, pt, pl;
+    // The convolution's multiply-adds times two (ConvGeometry.flops): the work that
+    // decides a call's threads (conv_flops in _cvz.pxd) and a kernel's own plans.
+    double flops() const { return 2.0 * N * OH * OW * Cout * KH * KW * cin_g; }
 };
 
 static inline idx round_up(idx x, idx m) { return (x + m - 1) / m * m; }
