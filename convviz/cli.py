@@ -255,8 +255,10 @@ def _page(argv: list[str]) -> int:
                         default=None)
     parser.add_argument("--values", choices=PARAMS["values"][1], default=None)
     parser.add_argument("--theme", choices=PARAMS["theme"][1], default=None)
-    for name in ("multiplier", "seed"):
-        parser.add_argument(f"--{name}", type=int, default=None)
+    for name in ("in_channels", "out_channels", "groups", "multiplier", "batch", "seed"):
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None)
+    parser.add_argument("--output-padding", dest="output_padding", default=None,
+                        help="conv_transpose2d's output_padding, N or HxW")
     args = vars(parser.parse_args(argv))
     out = args.pop("out")
     try:

@@ -108,7 +108,7 @@ def _explorer_numbers(page, panel: str) -> np.ndarray:
 def _kernel_dx(params: dict) -> np.ndarray:
     from convviz.explorer._setting import compute
 
-    return compute(params).output[0]
+    return compute(params).output[0, 0]
 
 
 @pytest.fixture

@@ -29,6 +29,8 @@ import numpy as np
 import pytest
 
 from convviz.explorer import write_page
+from convviz.explorer._setting import MODES
+from convviz.explorer._setting import OPS as EXPLORER_OPS
 from convviz.explorer._setting import build_geometry, compute, defaults
 from convviz.geometry import same_padding
 from explorer_cases import CASES, check_case
@@ -37,11 +39,11 @@ from helpers import CHROMIUM, CHROMIUM_ARGS, IN_CI
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 720}
-OPS = ("input_grad", "depthwise_filter_grad", "forward")
+OPS = EXPLORER_OPS
 THEMES = ("light", "dark")
 PAD_NAMES = ("pad_top", "pad_bottom", "pad_left", "pad_right")
 # The setting of the URL test (the brief's preset): asymmetric explicit pads, dilation, unequal strides.
-PRESET_QUERY = "input=7x9&kernel=3x2&stride=2x3&dilation=1x2&padding=EXPLICIT&pads=1,0,2,1&op=input_grad&seed=5"
+PRESET_QUERY = "input=7x9&kernel=3x2&stride=2x3&dilation=1x2&padding=EXPLICIT&pads=1,0,2,1&op=conv2d_backprop_input&seed=5"
 
 # Every cell the page draws, as plain data (one round trip).
 CELLS_JS = """(panel) => [...document.querySelectorAll(panel ? `[data-panel="${panel}"]` : "[data-panel]")].map((e) => ({
@@ -101,12 +103,18 @@ def params_from_query(search: str) -> dict[str, Any]:
     if "pads" in q:
         for name, v in zip(PAD_NAMES, q["pads"].split(",")):
             p[name] = int(v)
-    for key in ("multiplier", "seed"):
+    for key in ("multiplier", "seed", "in_channels", "out_channels", "groups", "batch"):
         if key in q:
             p[key] = int(q[key])
     for key in ("padding", "op", "values", "theme"):
         if key in q:
             p[key] = q[key]
+    if p["padding"].replace("x", "").isdigit():  # PyTorch's padding (conv_transpose2d): both sides alike
+        parts = [int(v) for v in p["padding"].split("x")]
+        p.update(padding="EXPLICIT", pad_top=parts[0], pad_bottom=parts[0], pad_left=parts[-1], pad_right=parts[-1])
+    if "output_padding" in q:
+        parts = [int(v) for v in q["output_padding"].split("x")]
+        p["output_padding_h"], p["output_padding_w"] = parts[0], parts[-1]
     return p
 
 
@@ -255,7 +263,7 @@ def test_hovering_a_dy_cell_lights_the_dx_cells_convviz_geometry_names(pages):
                 padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1, seed=5)
     g = build_geometry(p)
     ref = compute(p)
-    w, dy = ref.inputs["w"][0], ref.inputs["dy"][0]
+    w, dy = ref.inputs["w"][0, 0], ref.inputs["dy"][0, 0]
     page = open_setting(pages, p)
     (oh_n, ow_n), (kh_n, kw_n) = g.output_hw, g.kernel_hw
     assert len(cells(page, "dy")) == oh_n * ow_n
@@ -291,7 +299,7 @@ def test_hovering_dx_cells_shows_the_kernels_value_as_the_worked_sum(pages):
     p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_w=2,
                 padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1, seed=5)
     g = build_geometry(p)
-    dx = compute(p).output[0]
+    dx = compute(p).output[0, 0]
     page = open_setting(pages, p)
     assert sum_state(page)["hidden"]
     h, w = g.input_hw
@@ -316,7 +324,7 @@ def test_hovering_dx_cells_shows_the_kernels_value_as_the_worked_sum(pages):
 def test_a_lost_row_sums_to_zero_and_the_note_says_why(pages):
     p = setting(input_h=8, input_w=8, kernel_h=3, kernel_w=3, stride_h=3, stride_w=3, padding="VALID")
     g = build_geometry(p)
-    dx = compute(p).output[0]
+    dx = compute(p).output[0, 0]
     assert g.rows.zero_gradient_indices().tolist() == [6, 7]  # convviz's own account
     page = open_setting(pages, p)
     got = cells(page, "dx")
@@ -341,12 +349,12 @@ def test_a_lost_row_sums_to_zero_and_the_note_says_why(pages):
 
 
 def test_hovering_a_dw_tap_shows_the_depthwise_kernels_value(pages):
-    p = setting(op="depthwise_filter_grad", multiplier=2, input_h=7, input_w=6, kernel_h=3, kernel_w=3,
+    p = setting(op="depthwise_conv2d_native_backprop_filter", multiplier=2, input_h=7, input_w=6, kernel_h=3, kernel_w=3,
                 stride_h=2, stride_w=1, padding="SAME", seed=11)
     g = build_geometry(p)
     ref = compute(p)
     assert ref.source.startswith("convviz.depthwise_conv2d_native_backprop_filter")
-    dw = ref.output  # [multiplier, kh, kw]
+    dw = ref.output[0]  # [multiplier, kh, kw] of channel 0
     page = open_setting(pages, p)
     taps = cells(page, "dw")
     assert {(c["ch"], c["row"], c["col"]) for c in taps} == {
@@ -366,11 +374,11 @@ def test_hovering_a_dw_tap_shows_the_depthwise_kernels_value(pages):
 
 
 def test_hovering_a_y_cell_shows_the_conv2d_kernels_value(pages):
-    p = setting(op="forward", input_h=6, input_w=7, kernel_h=3, kernel_w=4, stride_h=1, stride_w=2,
+    p = setting(op="conv2d", input_h=6, input_w=7, kernel_h=3, kernel_w=4, stride_h=1, stride_w=2,
                 dilation_h=2, padding="SAME", seed=3, values="decimals")
     ref = compute(p)
     assert ref.source.startswith("convviz.conv2d")
-    y = ref.output[0]
+    y = ref.output[0, 0]
     page = open_setting(pages, p)
     for r in range(y.shape[0]):
         for c in range(y.shape[1]):
@@ -409,7 +417,7 @@ def test_padding_cells_explain_same_and_explicit_padding(pages):
     assert "gradient" in note and "dropped" in note
 
     # Forward: an x padding cell shows 0 and lights the y cells whose window reads it.
-    p = setting(op="forward", input_h=5, input_w=5, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2, padding="SAME")
+    p = setting(op="conv2d", input_h=5, input_w=5, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2, padding="SAME")
     g = build_geometry(p)
     page = open_setting(pages, p)
     page.hover(sel("x", -1, 0))
@@ -427,7 +435,7 @@ def test_padding_cells_explain_same_and_explicit_padding(pages):
 
 def test_click_pins_and_a_second_click_unpins(pages):
     p = setting()
-    dx = compute(p).output[0]
+    dx = compute(p).output[0, 0]
     page = open_setting(pages, p)
     page.click(sel("dx", 2, 3))
     away(page)
@@ -451,7 +459,7 @@ def test_click_pins_and_a_second_click_unpins(pages):
 
 def test_keyboard_moves_pins_and_clears(pages):
     p = setting(input_h=6, input_w=6, stride_h=1, stride_w=1)
-    dx = compute(p).output[0]
+    dx = compute(p).output[0, 0]
     page = open_setting(pages, p)
     active = "() => { const d = document.activeElement.dataset; return [d.panel, Number(d.row), Number(d.col)]; }"
     # each panel has one tab stop: its first real cell
@@ -493,7 +501,7 @@ def test_keyboard_moves_pins_and_clears(pages):
 
 def test_step_and_play_walk_the_output_cells(pages):
     p = setting()  # 6x6 input, kernel 3, stride 2, SAME: dx is 6x6
-    dx = compute(p).output[0]
+    dx = compute(p).output[0, 0]
     n = dx.size
     page = open_setting(pages, p)
     state = """() => { const pinned = document.querySelector(".cvz-pinned");
@@ -551,18 +559,18 @@ def _check_numbers(page, p: dict[str, Any]) -> None:
     got = [c for c in cells(page, ref.output_panel) if not c["pad"]]
     assert len(got) == ref.output.size
     for c in got:
-        assert float(c["value"]) == ref.output[c["ch"], c["row"], c["col"]], c
+        assert float(c["value"]) == ref.output[0][c["ch"], c["row"], c["col"]], c
         assert c["label"] and c["value"] in c["label"]
     for name, plane in ref.inputs.items():
         shown = {(c["ch"], c["row"], c["col"]): float(c["value"]) for c in cells(page, name) if not c["pad"]}
-        assert shown == {idx: v for idx, v in np.ndenumerate(plane)}, name
+        assert shown == {idx: v for idx, v in np.ndenumerate(plane[0])}, name
 
 
 def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     page = pages.open("?" + PRESET_QUERY)
     p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_h=1,
                 dilation_w=2, padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1,
-                op="input_grad", seed=5, theme="auto")
+                op="conv2d_backprop_input", seed=5, theme="auto")
     assert params_from_query(page.evaluate("location.search")) == p
     controls = _controls(page)
     for name, value in p.items():
@@ -584,10 +592,10 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     _check_numbers(page, p)
 
     # A select: the op, then the padding.
-    page.select_option('[name="op"]', "depthwise_filter_grad")
-    p["op"] = "depthwise_filter_grad"
+    page.select_option('[name="op"]', "depthwise_conv2d_native_backprop_filter")
+    p["op"] = "depthwise_conv2d_native_backprop_filter"
     search = page.evaluate("location.search")
-    assert "op=depthwise_filter_grad" in search and "multiplier=1" in search
+    assert "op=depthwise_conv2d_native_backprop_filter" in search and "multiplier=1" in search
     assert params_from_query(search) == p
     _check_numbers(page, p)
     page.fill('[name="multiplier"]', "3")
@@ -615,21 +623,20 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
 def test_a_link_with_the_old_op_name_opens_the_depthwise_filter_gradient(pages):
     """Links made before the rename (op=filter_grad) keep working; the page rewrites them to the new name."""
     page = pages.open("?input=7x9&stride=2&op=filter_grad&multiplier=2&seed=4")
-    p = setting(input_h=7, input_w=9, stride_h=2, stride_w=2, op="depthwise_filter_grad", multiplier=2, seed=4,
+    p = setting(input_h=7, input_w=9, stride_h=2, stride_w=2, op="depthwise_conv2d_native_backprop_filter", multiplier=2, seed=4,
                 theme="auto")
-    assert _controls(page)["op"] == "depthwise_filter_grad"
+    assert _controls(page)["op"] == "depthwise_conv2d_native_backprop_filter"
     assert page.text_content(".cvz-title").startswith("depthwise filter gradient")
     _check_numbers(page, p)
     page.fill('[name="seed"]', "5")
     page.dispatch_event('[name="seed"]', "change")
     search = page.evaluate("location.search")
-    assert "op=depthwise_filter_grad&multiplier=2" in search and "filter_grad&" not in search.replace(
-        "depthwise_filter_grad", "")
+    assert "op=depthwise_conv2d_native_backprop_filter&multiplier=2" in search and "op=filter_grad" not in search
     pages.check_offline()
 
 
 def test_controls_that_do_not_apply_are_disabled(pages):
-    page = pages.open("?op=input_grad&padding=SAME")
+    page = pages.open("?op=conv2d_backprop_input&padding=SAME")
     disabled = f"""() => Object.fromEntries([...{list(PAD_NAMES) + ['multiplier', 'stride_h', 'op']!r}].map(
         (n) => [n, document.querySelector(`[name="${{n}}"]`).disabled]))"""
     d = page.evaluate(disabled)
@@ -640,10 +647,10 @@ def test_controls_that_do_not_apply_are_disabled(pages):
     page.select_option('[name="padding"]', "EXPLICIT")
     d = page.evaluate(disabled)
     assert not any(d[n] for n in PAD_NAMES) and d["multiplier"]
-    page.select_option('[name="op"]', "depthwise_filter_grad")
+    page.select_option('[name="op"]', "depthwise_conv2d_native_backprop_filter")
     d = page.evaluate(disabled)
     assert not any(d[n] for n in PAD_NAMES) and not d["multiplier"]
-    page.select_option('[name="op"]', "forward")
+    page.select_option('[name="op"]', "conv2d")
     page.select_option('[name="padding"]', "VALID")
     d = page.evaluate(disabled)
     assert all(d[n] for n in PAD_NAMES) and d["multiplier"]
@@ -669,7 +676,7 @@ def test_a_setting_where_no_window_fits_says_so_and_recovers(pages):
 
 
 def test_every_numbered_cell_meets_wcag_aa_in_both_themes(pages):
-    # padding on x (forward, depthwise_filter_grad: "0" text) and on dx (input_grad); decimals and integers
+    # padding on x ("0" text), on dx and cropped rows of a transposed y (blank); decimals and integers; every op
     page = pages.open("?input=7x8&kernel=4x3&stride=1x2&padding=SAME&seed=21&multiplier=2")
     checked = 0
     for values in ("integers", "decimals"):
@@ -681,7 +688,7 @@ def test_every_numbered_cell_meets_wcag_aa_in_both_themes(pages):
                 assert page.get_attribute(".cvz-explorer", "data-theme") == theme
                 found = page.evaluate(COLORS_JS)
                 assert any(not c["pad"] for c in found)
-                if op != "input_grad":  # x's padding shows its 0 (dx's padding is blank)
+                if "input" in MODES[op].given:  # x's padding shows its 0 (dx's and a cropped y's are blank)
                     assert any(c["pad"] and c["text"] == "0" for c in found)
                 for c in found:
                     bg, alpha = css_rgb(c["bg"])
@@ -725,9 +732,14 @@ def test_core_in_the_page_equals_convviz_on_every_case(pages):
 # Screenshots: one per op and theme, with a hovered cell so the worked sum shows
 
 SHOTS = {  # op -> (extra query, the hovered cell)
-    "input_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("dx", 3, 4, None)),
-    "depthwise_filter_grad": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("dw", 1, 2, 1)),
-    "forward": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("y", 1, 2, None)),
+    "conv2d_backprop_input": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("dx", 3, 4, None)),
+    "depthwise_conv2d_native_backprop_filter": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("dw", 1, 2, 1)),
+    "conv2d": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("y", 1, 2, None)),
+    "conv2d_backprop_filter": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&in_channels=2&out_channels=2",
+                               ("dw", 1, 2, 1)),
+    "depthwise_conv2d_native": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4&multiplier=2", ("y", 1, 2, 1)),
+    "depthwise_conv2d_native_backprop_input": ("input=7x9&kernel=3&stride=2&padding=SAME&seed=4", ("dx", 3, 4, None)),
+    "conv_transpose2d": ("input=3x4&kernel=3&stride=2&padding=1&output_padding=1&seed=4", ("y", 2, 3, None)),
 }
 
 
@@ -754,14 +766,14 @@ def screenshots(browser, tmp_path_factory):
 
 def test_screenshots_show_the_worked_sum_of_convviz(screenshots):
     taken, pages = screenshots
-    assert len(taken) == 6
+    assert len(taken) == 2 * len(SHOTS) and set(SHOTS) == set(OPS)
     for shot in taken:
         p = params_from_query(shot["search"])
         assert p["op"] == shot["op"] and shot["root_theme"] == shot["theme"]
         ref = compute(p)
         _, r, c, ch = shot["cell"]
         assert not shot["sum"]["hidden"]
-        assert float(shot["sum"]["value"]) == ref.output[ch or 0, r, c], shot
+        assert float(shot["sum"]["value"]) == ref.output[0][ch or 0, r, c], shot
     pages.check_offline()
 
 

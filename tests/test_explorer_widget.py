@@ -18,7 +18,7 @@ from convviz.explorer._setting import PARAMS, compute, defaults, setting_key
 
 def _output(ex: Explorer) -> np.ndarray:
     r = ex.kernel_result
-    return np.asarray(r["data"]).reshape(r["channels"], r["rows"], r["cols"])
+    return np.asarray(r["data"]).reshape(r["batch"], r["channels"], r["rows"], r["cols"])[0]
 
 
 def test_convviz_explore_is_the_widget():
@@ -32,7 +32,7 @@ def test_input_gradient_comes_from_the_kernel():
     ex = explore(input=(7, 9), kernel=(3, 2), stride=(2, 3), dilation=(1, 2), pads=(1, 0, 2, 1), seed=5)
     assert ex.padding == "EXPLICIT"
     c = compute(ex.params)
-    w, dy = c.inputs["w"][0], c.inputs["dy"][0]
+    w, dy = c.inputs["w"][0, 0], c.inputs["dy"][0, 0]
     expected = convviz.conv2d_backprop_input(
         [1, 7, 9, 1], w[:, :, None, None], dy[None, :, :, None], [1, 2, 3, 1], "EXPLICIT",
         explicit_paddings=[0, 0, 1, 0, 2, 1, 0, 0], dilations=[1, 1, 2, 1])
@@ -44,7 +44,7 @@ def test_depthwise_filter_gradient_with_a_multiplier_comes_from_the_kernel():
     ex = explore(op="depthwise_filter_grad", input=8, kernel=3, stride=2, padding="SAME", multiplier=3,
                  values="decimals")
     c = compute(ex.params)
-    x, dy = c.inputs["x"][0], c.inputs["dy"]
+    x, dy = c.inputs["x"][0, 0], c.inputs["dy"][0]
     expected = convviz.depthwise_conv2d_native_backprop_filter(
         x[None, :, :, None], [3, 3, 1, 3], dy.transpose(1, 2, 0)[None], [1, 2, 2, 1], "SAME")
     out = _output(ex)
@@ -55,7 +55,7 @@ def test_depthwise_filter_gradient_with_a_multiplier_comes_from_the_kernel():
 def test_forward_matches_the_reference():
     ex = explore(op="forward", input=6, kernel=3, stride=1, dilation=2, padding="SAME")
     c = compute(ex.params)
-    expected = reference.conv2d(c.inputs["x"][0][None, :, :, None], c.inputs["w"][0][:, :, None, None],
+    expected = reference.conv2d(c.inputs["x"][0, 0][None, :, :, None], c.inputs["w"][0, 0][:, :, None, None],
                                 [1, 1, 1, 1], "SAME", dilations=[1, 2, 2, 1])
     np.testing.assert_array_equal(_output(ex)[0], expected[0, :, :, 0])
 
@@ -123,7 +123,7 @@ def test_user_arrays_are_shown_and_computed_with():
     x = np.arange(30.0).reshape(5, 6) / 10
     w = np.array([[1.0, -1.0], [2.0, 0.5]])
     ex = explore(x=x, W=w, stride=1, padding="VALID")
-    assert ex.op == "forward" and (ex.input_h, ex.input_w, ex.kernel_h, ex.kernel_w) == (5, 6, 2, 2)
+    assert ex.op == "conv2d" and (ex.input_h, ex.input_w, ex.kernel_h, ex.kernel_w) == (5, 6, 2, 2)
     assert set(ex.locked) == {"input_h", "input_w", "kernel_h", "kernel_w"}
     assert ex.arrays["x"]["data"] == x.ravel().tolist() and ex.arrays["x"]["caption"] == "your x, 5\u00d76"
     expected = reference.conv2d(x[None, :, :, None], w[:, :, None, None], [1, 1, 1, 1], "VALID")
@@ -135,7 +135,7 @@ def test_a_channel_of_4d_arrays_with_its_layout_stated():
     x = rng.standard_normal((2, 3, 7, 7))  # NCHW
     dy = rng.standard_normal((2, 4, 4, 4))
     ex = explore(x=x, dy=dy, data_format="NCHW", channel=(1, 2), stride=2, kernel=3)
-    assert ex.op == "depthwise_filter_grad"
+    assert ex.op == "depthwise_conv2d_native_backprop_filter"
     assert ex.arrays["x"]["caption"] == "your x, batch 0, channel 1 of a (2, 3, 7, 7) NCHW array"
     assert "channel 2" in ex.arrays["dy"]["caption"]
     expected = convviz.depthwise_conv2d_native_backprop_filter(
@@ -146,10 +146,10 @@ def test_a_channel_of_4d_arrays_with_its_layout_stated():
 def test_user_dy_that_stops_fitting_falls_back_to_example_numbers():
     dy = np.ones((3, 3))
     ex = explore(dy=dy, W=np.ones((3, 3)), input=6, stride=2)
-    np.testing.assert_array_equal(compute(ex.params, ex._given).inputs["dy"], dy[None])
+    np.testing.assert_array_equal(compute(ex.params, ex._given).inputs["dy"], dy[None, None])
     ex.stride_h = 1  # output 6x3: the user's 3x3 dy no longer fits
     used = compute(ex.params, ex._given).inputs["dy"]
-    assert used.shape == (1, 6, 3) and not np.array_equal(used[0, :3], dy)
+    assert used.shape == (1, 1, 6, 3) and not np.array_equal(used[0, 0, :3], dy)
 
 
 def test_the_page_is_one_offline_file(tmp_path):
@@ -159,35 +159,42 @@ def test_the_page_is_one_offline_file(tmp_path):
     assert "http://" not in page and "https://" not in page
     assert "default-src 'none'" in page  # and the browser refuses to load anything else
     assert 'import * as core' not in page and page.count("<script") == 2
-    assert '"op":"depthwise_filter_grad"' in page and '"multiplier":2' in page
+    assert '"op":"depthwise_conv2d_native_backprop_filter"' in page and '"multiplier":2' in page
     path = write_page(tmp_path / "sub" / "explorer.html", input=5)
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
 
 
 def test_the_old_op_name_filter_grad_still_works_and_warns(tmp_path, capsys):
-    """op="filter_grad" (the name before a dense filter gradient could claim it) is depthwise_filter_grad."""
-    renamed = "op='filter_grad' is deprecated, use op='depthwise_filter_grad'"
+    """op="filter_grad" (the name before a dense filter gradient could claim it) is the depthwise filter
+    gradient; the first explorer's other short names (input_grad, forward, depthwise_filter_grad) work without a warning."""
+    renamed = "op='filter_grad' is deprecated, use op='depthwise_conv2d_native_backprop_filter'"
     with pytest.warns(DeprecationWarning, match=renamed) as w:
         ex = explore(op="filter_grad", input=7, stride=2, multiplier=2, seed=4)
     assert w[0].filename == __file__  # pointed at the caller, so a notebook shows it
     now = explore(op="depthwise_filter_grad", input=7, stride=2, multiplier=2, seed=4)
-    assert ex.op == "depthwise_filter_grad" and ex.kernel_result == now.kernel_result
-    with pytest.warns(DeprecationWarning, match="depthwise_filter_grad") as w:
+    assert ex.op == "depthwise_conv2d_native_backprop_filter" and ex.kernel_result == now.kernel_result
+    with pytest.warns(DeprecationWarning, match="depthwise_conv2d_native_backprop_filter") as w:
         ex.op = "input_grad"
         ex.op = "filter_grad"
-    assert ex.op == "depthwise_filter_grad" and w[0].filename == __file__
+    assert ex.op == "depthwise_conv2d_native_backprop_filter" and w[0].filename == __file__
     with pytest.warns(DeprecationWarning):
-        assert Explorer(op="filter_grad").op == "depthwise_filter_grad"
+        assert Explorer(op="filter_grad").op == "depthwise_conv2d_native_backprop_filter"
     with pytest.warns(DeprecationWarning) as w:
         page = page_html(op="filter_grad", multiplier=2)
     assert w[0].filename == __file__
-    assert '"op":"depthwise_filter_grad"' in page and '"filter_grad"' not in page.split("<script", 2)[1]
+    assert '"op":"depthwise_conv2d_native_backprop_filter"' in page and '"filter_grad"' not in page.split("<script", 2)[1]
     with pytest.warns(DeprecationWarning):
         write_page(tmp_path / "old.html", op="filter_grad")
-    assert '"op":"depthwise_filter_grad"' in (tmp_path / "old.html").read_text(encoding="utf-8")
+    assert '"op":"depthwise_conv2d_native_backprop_filter"' in (tmp_path / "old.html").read_text(encoding="utf-8")
     assert main(["page", "--out", str(tmp_path / "cli.html"), "--op", "filter_grad"]) == 0
-    assert '"op":"depthwise_filter_grad"' in (tmp_path / "cli.html").read_text(encoding="utf-8")
+    assert '"op":"depthwise_conv2d_native_backprop_filter"' in (tmp_path / "cli.html").read_text(encoding="utf-8")
     assert "filter_grad" not in PARAMS["op"][1]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [explore(op=old).op for old in ("input_grad", "forward", "depthwise_filter_grad")] == [
+            "conv2d_backprop_input", "conv2d", "depthwise_conv2d_native_backprop_filter"]
     with pytest.raises(ValueError, match="op must be one of"):
         explore(op="filter_gradient")
 
@@ -216,5 +223,6 @@ def test_cli_page_refuses_bad_settings(tmp_path, capsys):
 
 def test_parameters_cover_the_issue_list():
     assert {"input_h", "input_w", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
-            "padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "op", "multiplier", "seed",
+            "padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_padding_h", "output_padding_w",
+            "op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed",
             "values", "theme"} == set(PARAMS)

@@ -10,9 +10,12 @@ One ES module (``explorer.js`` over the pure numeric ``core.js``, styled by
 
 The DOM contract (stable, relied on by the tests and by course material): every
 numbered cell has ``data-panel`` (``x``, ``w``, ``dy``, ``dx``, ``dw`` or ``y``),
-``data-row``, ``data-col``, ``data-value`` (full precision), ``data-channel`` when
-the panel has several channels, and an ``aria-label``; padding cells carry
-``data-pad`` as well; the worked sum is ``[data-role="sum"]`` with ``data-value``;
+``data-row``, ``data-col``, ``data-value`` (full precision), ``data-index`` (its full
+index, comma-separated, in the tensor convviz takes or returns for the op, in that
+tensor's own layout: NHWC activations, HWIO or ``[kh, kw, c, m]`` filters, NCHW and
+``(C_in, C_out / groups, kH, kW)`` for ``conv_transpose2d``), ``data-plane``,
+``data-channel`` when the panel has several channels, and an ``aria-label``; padding
+cells carry ``data-pad`` and no ``data-index``; the worked sum is ``[data-role="sum"]`` with ``data-value``;
 every control's ``name`` is its parameter (see :data:`PARAMS`), plus ``play``,
 ``step`` and ``speed``.
 """

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..geometry import DATA_FORMATS
-from ._setting import PARAMS, build_geometry, check_param, defaults
+from ._setting import PARAMS, TRANSPOSED, build_geometry, check_param, defaults
 
 _PAIRS = {"input": ("input_h", "input_w"), "kernel": ("kernel_h", "kernel_w"),
-          "stride": ("stride_h", "stride_w"), "dilation": ("dilation_h", "dilation_w")}
+          "stride": ("stride_h", "stride_w"), "dilation": ("dilation_h", "dilation_w"),
+          "output_padding": ("output_padding_h", "output_padding_w")}
 
 
 @dataclass
@@ -91,7 +92,9 @@ def _plane(name: str, array: Any, data_format: str, channels: tuple[int, int]) -
 
 def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = None, input: Any = None,
             kernel: Any = None, stride: Any = None, dilation: Any = None, padding: str | None = None,
-            pads: Any = None, multiplier: int | None = None, seed: int | None = None,
+            pads: Any = None, output_padding: Any = None, in_channels: int | None = None,
+            out_channels: int | None = None, groups: int | None = None, multiplier: int | None = None,
+            batch: int | None = None, seed: int | None = None,
             values: str | None = None, theme: str | None = None, data_format: str = "NHWC",
             channel: Any = 0) -> Resolved:
     """Check every argument of :func:`convviz.explore` and build the setting it asks for.
@@ -104,7 +107,7 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
     >>> import numpy as np
     >>> r = resolve(W=np.ones((2, 2)), dy=np.ones((3, 3)), input=4, stride=1, padding="VALID")
     >>> r.params["op"], r.params["kernel_h"], r.locked
-    ('input_grad', 2, ['kernel_h', 'kernel_w', 'multiplier'])
+    ('conv2d_backprop_input', 2, ['kernel_h', 'kernel_w', 'multiplier'])
     >>> resolve(W=np.ones((2, 2)), dy=np.ones((2, 2)), input=4, stride=1, padding="VALID")
     Traceback (most recent call last):
     ...
@@ -113,11 +116,18 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
     if data_format not in DATA_FORMATS:
         raise ValueError(f"data_format must be one of {DATA_FORMATS}, got {data_format!r}")
     params = defaults()
-    for key, value in (("padding", padding), ("multiplier", multiplier), ("seed", seed),
+    if padding is not None and not isinstance(padding, str):  # PyTorch's padding (conv_transpose2d): N or (H, W)
+        h, w = _pair("padding", padding)
+        params.update(padding="EXPLICIT", pad_top=check_param("pad_top", h), pad_bottom=check_param("pad_bottom", h),
+                      pad_left=check_param("pad_left", w), pad_right=check_param("pad_right", w))
+        padding = None
+    for key, value in (("padding", padding), ("in_channels", in_channels), ("out_channels", out_channels),
+                       ("groups", groups), ("multiplier", multiplier), ("batch", batch), ("seed", seed),
                        ("values", values), ("theme", theme)):
         if value is not None:
             params[key] = check_param(key, value)
-    for key, value in (("input", input), ("kernel", kernel), ("stride", stride), ("dilation", dilation)):
+    for key, value in (("input", input), ("kernel", kernel), ("stride", stride), ("dilation", dilation),
+                       ("output_padding", output_padding)):
         if value is not None:
             for name, v in zip(_PAIRS[key], _pair(key, value)):
                 params[name] = check_param(name, v)
@@ -149,10 +159,14 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
             resolved.locked.extend(size_names)
     given = resolved.given
     if op is None:
-        op = ("forward" if "x" in given and "w" in given and "dy" not in given
-              else "depthwise_filter_grad" if "x" in given and "dy" in given
+        op = ("conv2d" if "x" in given and "w" in given and "dy" not in given
+              else "depthwise_conv2d_native_backprop_filter" if "x" in given and "dy" in given
               else params["op"])
     params["op"] = check_param("op", op)
+    if params["op"] == TRANSPOSED:
+        if given:
+            raise ValueError("explore(op='conv_transpose2d') shows example numbers only: pass no x, W or dy")
+        return resolved
     if "dy" in given:  # the user's dy is one channel
         resolved.locked.append("multiplier")
         params["multiplier"] = 1

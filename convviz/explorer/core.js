@@ -8,14 +8,45 @@
 //   VALID: no padding; EXPLICIT: the given pads
 //   VALID / EXPLICIT: out = floor((in + before + after - eff) / stride) + 1, or 0
 //   output o and tap t read input i = o * stride - before + t * dilation
-// The example numbers come from a 32-bit hash mirrored in convviz/explorer/_numbers.py.
+// A transposed convolution (PyTorch's conv_transpose2d) is the input gradient of the
+// convolution going the other way: its output is that convolution's input, of size
+// (in - 1) * stride - 2 * padding + eff + output_padding, padded (padding, padding - output_padding).
+// Channels: a convolution's output channel co belongs to group co / (out / groups) and reads
+// that group's in / groups input channels; depthwise is groups = in channels, each read by
+// `multiplier` output channels (co = c * multiplier + m).
+// The example numbers come from a 32-bit hash mirrored in convviz/explorer/_setting.py.
 
-export const OPS = ["input_grad", "depthwise_filter_grad", "forward"];
-// Old op names still read (links and presets made before the rename), each with its name now.
-export const OP_ALIASES = { filter_grad: "depthwise_filter_grad" };
+// The explorer's modes, one per public op, by the public function's name.  Mirrors the
+// op records of convviz.ops (tests/test_explorer_core.py holds them equal): the roles of
+// the two tensors an op is given, in its arguments' order, and the role it returns.
+export const OP_RECORDS = {
+  conv2d: { given: ["input", "filter"], result: "output", depthwise: false, transposed: false,
+            label: "conv2d (forward)", title: "conv2d: x, W \u2192 y" },
+  conv2d_backprop_input: { given: ["filter", "output"], result: "input", depthwise: false, transposed: false,
+                           label: "conv2d_backprop_input", title: "input gradient: W, dL/dy \u2192 dL/dx" },
+  conv2d_backprop_filter: { given: ["input", "output"], result: "filter", depthwise: false, transposed: false,
+                            label: "conv2d_backprop_filter", title: "filter gradient: x, dL/dy \u2192 dL/dW" },
+  depthwise_conv2d_native: { given: ["input", "filter"], result: "output", depthwise: true, transposed: false,
+                             label: "depthwise_conv2d_native", title: "depthwise forward: x, W \u2192 y" },
+  depthwise_conv2d_native_backprop_input: { given: ["filter", "output"], result: "input", depthwise: true,
+                                            transposed: false, label: "depthwise_conv2d_native_backprop_input",
+                                            title: "depthwise input gradient: W, dL/dy \u2192 dL/dx" },
+  depthwise_conv2d_native_backprop_filter: { given: ["input", "output"], result: "filter", depthwise: true,
+                                             transposed: false, label: "depthwise_conv2d_native_backprop_filter",
+                                             title: "depthwise filter gradient: x, dL/dy \u2192 dL/dW" },
+  conv_transpose2d: { given: ["output", "filter"], result: "input", depthwise: false, transposed: true,
+                      label: "conv_transpose2d (PyTorch)", title: "conv_transpose2d: x, W \u2192 y (PyTorch)" },
+};
+export const OPS = Object.keys(OP_RECORDS);
+// Short names of the first explorer, still read (links, presets and calls made before v3).
+export const OP_ALIASES = {
+  forward: "conv2d", input_grad: "conv2d_backprop_input",
+  depthwise_filter_grad: "depthwise_conv2d_native_backprop_filter", filter_grad: "depthwise_conv2d_native_backprop_filter",
+};
 export const PADDINGS = ["SAME", "VALID", "EXPLICIT"];
 export const VALUE_MODES = ["integers", "decimals"];
 export const THEMES = ["auto", "light", "dark"];
+export const ROLES = ["input", "filter", "output"];
 
 // Every parameter of the explorer, with its default and its range.  The names are
 // the anywidget traits, the controls' `name` attributes and the state's keys.
@@ -33,18 +64,41 @@ export const PARAMS = {
   pad_bottom: { default: 0, min: 0, max: 8 },
   pad_left: { default: 0, min: 0, max: 8 },
   pad_right: { default: 0, min: 0, max: 8 },
-  op: { default: "input_grad", choices: OPS },
+  output_padding_h: { default: 0, min: 0, max: 5 },
+  output_padding_w: { default: 0, min: 0, max: 5 },
+  op: { default: "conv2d_backprop_input", choices: OPS },
+  in_channels: { default: 1, min: 1, max: 4 },
+  out_channels: { default: 1, min: 1, max: 4 },
+  groups: { default: 1, min: 1, max: 4 },
   multiplier: { default: 1, min: 1, max: 4 },
+  batch: { default: 1, min: 1, max: 2 },
   seed: { default: 0, min: 0, max: 99999 },
   values: { default: "integers", choices: VALUE_MODES },
   theme: { default: "auto", choices: THEMES },
 };
 
-export const OP_TITLES = {
-  input_grad: "input gradient: W, dL/dy \u2192 dL/dx",
-  depthwise_filter_grad: "depthwise filter gradient: x, dL/dy \u2192 dL/dW",
-  forward: "forward: x, W \u2192 y",
-};
+export const OP_TITLES = Object.fromEntries(OPS.map((op) => [op, OP_RECORDS[op].title]));
+
+// The panel of each of an op's tensors: given tensors x, W, dy; results dx, dW, y.  A
+// transposed convolution's input is the convolution's output role (x), and its output
+// the convolution's input role (y).
+const GIVEN_PANELS = { input: "x", filter: "w", output: "dy" };
+const RESULT_PANELS = { input: "dx", filter: "dw", output: "y" };
+const TRANSPOSED_PANELS = { output: "x", filter: "w", input: "y" };
+
+// The panels of `op`, left to right (its two given tensors, then its result), with the
+// role of each panel and the panel of each role.
+export function opPanels(op) {
+  const rec = OP_RECORDS[op];
+  const panelOf = {};
+  for (const role of ROLES)
+    panelOf[role] = rec.transposed ? TRANSPOSED_PANELS[role] : (role === rec.result ? RESULT_PANELS : GIVEN_PANELS)[role];
+  const layout = [...rec.given.map((role) => panelOf[role]), panelOf[rec.result]];
+  const roleOf = Object.fromEntries(ROLES.map((role) => [panelOf[role], role]));
+  return { layout, panelOf, roleOf, output: panelOf[rec.result], padded: panelOf.input };
+}
+
+export const OUTPUT_PANEL = Object.fromEntries(OPS.map((op) => [op, opPanels(op).output]));
 
 export function defaults() {
   const out = {};
@@ -63,9 +117,47 @@ export function coerce(name, value) {
   return Math.min(spec.max, Math.max(spec.min, n));
 }
 
+// Every parameter, coerced; a transposed convolution's padding is PyTorch's, the same on
+// both sides of an axis (pad_top and pad_left; EXPLICIT).
 export function normalize(params) {
   const out = defaults();
   for (const name of Object.keys(PARAMS)) if (params && params[name] !== undefined) out[name] = coerce(name, params[name]);
+  if (OP_RECORDS[out.op].transposed) {
+    out.padding = "EXPLICIT";
+    out.pad_bottom = out.pad_top;
+    out.pad_right = out.pad_left;
+  }
+  return out;
+}
+
+// The parameters `op` does not use, at their defaults: the setting a link names.
+export function canonical(params) {
+  const p = normalize(params);
+  const rec = OP_RECORDS[p.op];
+  const d = defaults();
+  const unused = [];
+  if (p.padding !== "EXPLICIT") unused.push("pad_top", "pad_bottom", "pad_left", "pad_right");
+  if (!rec.transposed) unused.push("output_padding_h", "output_padding_w");
+  if (rec.depthwise) unused.push("out_channels", "groups");
+  else unused.push("multiplier");
+  for (const name of unused) p[name] = d[name];
+  return p;
+}
+
+// Which controls do nothing for a setting, each with the reason (the view disables them).
+export function unusedParams(params) {
+  const p = normalize(params);
+  const rec = OP_RECORDS[p.op];
+  const out = {};
+  if (rec.transposed) {
+    out.padding = "conv_transpose2d takes PyTorch's padding: the same on both sides (top and left set it)";
+    out.pad_bottom = out.pad_right = "conv_transpose2d pads both sides alike: set top (rows) and left (columns)";
+  } else {
+    if (p.padding !== "EXPLICIT") for (const n of ["pad_top", "pad_bottom", "pad_left", "pad_right"]) out[n] = "used with EXPLICIT padding only";
+    out.output_padding_h = out.output_padding_w = "used by conv_transpose2d only";
+  }
+  if (rec.depthwise) out.out_channels = out.groups = "depthwise: out channels are in channels \u00d7 multiplier, one group per channel";
+  else out.multiplier = "used by the depthwise ops only";
   return out;
 }
 
@@ -101,7 +193,68 @@ export function axisGeometry(input, kernel, stride, dilation, padding, explicitB
   const lost = [];
   coverage.forEach((count, i) => { if (count === 0) lost.push(i); });
   return { input, kernel, stride, dilation, padding, before, after, need, eff, padded, out, lastRead,
-           unreadAfter: out === 0 ? padded : padded - ((out - 1) * stride + eff), coverage, lost };
+           unreadAfter: out === 0 ? padded : padded - ((out - 1) * stride + eff), coverage, lost, transposed: false };
+}
+
+// PyTorch's output size of a transposed convolution along one axis.
+export function transposedSize(size, kernel, stride, padding, outputPadding, dilation) {
+  return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + outputPadding + 1;
+}
+
+// One axis of a transposed convolution (PyTorch): the axis of the convolution it is the
+// input gradient of, whose input is the transposed output, padded (padding, padding -
+// output_padding): a negative `after` means output rows past the scatter's end.
+// `error` says why there is no such axis.
+export function transposedAxis(size, kernel, stride, dilation, padding, outputPadding, name = "rows") {
+  const outSize = transposedSize(size, kernel, stride, padding, outputPadding, dilation);
+  if (outputPadding >= Math.max(stride, dilation))
+    return { error: `output_padding must be smaller than stride or dilation: ${name} output_padding ${outputPadding} ` +
+      `with stride ${stride} and dilation ${dilation} (PyTorch refuses it).` };
+  if (outSize < 1)
+    return { error: `padding crops more than the scatter has: the output would have ${outSize} ${name} ` +
+      `(padding ${padding} on each side of a ${outSize + 2 * padding}-${name === "rows" ? "row" : "column"} scatter).` };
+  const axis = axisGeometry(outSize, kernel, stride, dilation, "EXPLICIT", padding, padding - outputPadding);
+  return { ...axis, transposed: true, outputPadding, size };
+}
+
+// The channels of a setting: batch, the convolution's input and output channels (a
+// transposed convolution's are the other way round), groups and the depthwise multiplier.
+export function channelGeometry(p) {
+  const rec = OP_RECORDS[p.op];
+  if (rec.depthwise) {
+    const c = p.in_channels, m = p.multiplier;
+    return { batch: p.batch, convIn: c, convOut: c * m, groups: c, inPerGroup: 1, outPerGroup: m, multiplier: m,
+             depthwise: true, error: null };
+  }
+  const [convIn, convOut] = rec.transposed ? [p.out_channels, p.in_channels] : [p.in_channels, p.out_channels];
+  const groups = p.groups;
+  const error = p.in_channels % groups || p.out_channels % groups
+    ? `groups must divide in_channels and out_channels: groups ${groups}, in_channels ${p.in_channels}, ` +
+      `out_channels ${p.out_channels}.` : null;
+  return { batch: p.batch, convIn, convOut, groups, inPerGroup: Math.floor(convIn / groups),
+           outPerGroup: Math.floor(convOut / groups), multiplier: 1, depthwise: false, error };
+}
+
+// The geometry of the explorer's parameters, or an `error` saying why it is none.
+export function geometry(params) {
+  const p = normalize(params);
+  const rec = OP_RECORDS[p.op];
+  let rows, cols;
+  if (rec.transposed) {
+    rows = transposedAxis(p.input_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.output_padding_h, "rows");
+    cols = transposedAxis(p.input_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.output_padding_w, "columns");
+  } else {
+    rows = axisGeometry(p.input_h, p.kernel_h, p.stride_h, p.dilation_h, p.padding, p.pad_top, p.pad_bottom);
+    cols = axisGeometry(p.input_w, p.kernel_w, p.stride_w, p.dilation_w, p.padding, p.pad_left, p.pad_right);
+  }
+  const channels = channelGeometry(p);
+  const g = { params: p, op: p.op, record: rec, rows, cols, channels, multiplier: channels.multiplier, error: null };
+  if (rows.error || cols.error) g.error = rows.error || cols.error;
+  else if (rows.out === 0 || cols.out === 0)
+    g.error = `No window fits: the ${rows.eff}x${cols.eff} effective kernel is larger than the ` +
+      `${rows.padded}x${cols.padded} padded input, so the output (and its gradient) is empty.`;
+  else if (channels.error) g.error = channels.error;
+  return g;
 }
 
 export function inputIndex(axis, o, t) {
@@ -120,31 +273,46 @@ export function pairsAt(axis, i) {
   return pairs;
 }
 
-// The geometry of the explorer's parameters, or an `error` saying why it is none.
-export function geometry(params) {
-  const p = normalize(params);
-  const rows = axisGeometry(p.input_h, p.kernel_h, p.stride_h, p.dilation_h, p.padding, p.pad_top, p.pad_bottom);
-  const cols = axisGeometry(p.input_w, p.kernel_w, p.stride_w, p.dilation_w, p.padding, p.pad_left, p.pad_right);
-  const g = { params: p, rows, cols, multiplier: p.op === "depthwise_filter_grad" ? p.multiplier : 1, error: null };
-  if (rows.out === 0 || cols.out === 0)
-    g.error = `No window fits: the ${rows.eff}x${cols.eff} effective kernel is larger than the ` +
-      `${rows.padded}x${cols.padded} padded input, so the output (and its gradient) is empty.`;
-  return g;
-}
-
 // ---------------------------------------------------------------------------------
-// Tensors: a stack of `channels` row-major planes in one Float64Array.
+// Tensors: `batch` x `channels` row-major planes in one Float64Array.  An activation's
+// planes are (image n, channel c); a filter's are (a, b) = (input channel within the
+// group, output channel) for a dense filter (HWIO's I and O), (channel, multiplier) for a
+// depthwise one ([kh, kw, c, m]).
 
-export function tensor(rows, cols, channels = 1, data = null) {
-  return { rows, cols, channels, data: data || new Float64Array(rows * cols * channels) };
+export function tensor(rows, cols, channels = 1, data = null, batch = 1) {
+  return { rows, cols, channels, batch, data: data || new Float64Array(rows * cols * channels * batch) };
 }
 
-export function at(t, r, c, ch = 0) {
-  return t.data[(ch * t.rows + r) * t.cols + c];
+export function flatIndex(t, r, c, ch = 0, n = 0) {
+  return ((n * t.channels + ch) * t.rows + r) * t.cols + c;
 }
 
-function add(t, r, c, ch, v) {
-  t.data[(ch * t.rows + r) * t.cols + c] += v;
+export function at(t, r, c, ch = 0, n = 0) {
+  return t.data[((n * t.channels + ch) * t.rows + r) * t.cols + c];
+}
+
+// The shape [planes a, planes b, rows, cols] of a role's tensor.
+export function roleShape(g, role) {
+  const ch = g.channels;
+  if (role === "input") return [ch.batch, ch.convIn, g.rows.input, g.cols.input];
+  if (role === "output") return [ch.batch, ch.convOut, g.rows.out, g.cols.out];
+  return ch.depthwise ? [ch.convIn, ch.multiplier, g.rows.kernel, g.cols.kernel]
+    : [ch.inPerGroup, ch.convOut, g.rows.kernel, g.cols.kernel];
+}
+
+// A cell [a, b, row, col] of a role's tensor as its index in the tensor convviz takes or
+// returns for the op, in that tensor's own layout (the DOM's data-index): NHWC activations,
+// HWIO or [kh, kw, c, m] filters; NCHW and (C_in, C_out / groups, kH, kW) for conv_transpose2d.
+export function tensorIndex(g, role, [a, b, r, c]) {
+  if (g.record.transposed) return role === "filter" ? [b, a, r, c] : [a, b, r, c];
+  return role === "filter" ? [r, c, a, b] : [a, r, c, b];
+}
+
+// The names of a role's tensor's axes, in tensorIndex's order.
+export function layoutNames(g, role) {
+  if (g.record.transposed) return role === "filter" ? ["c_in", "c_out/groups", "kh", "kw"] : ["n", "c", "h", "w"];
+  if (role === "filter") return g.channels.depthwise ? ["kh", "kw", "c", "m"] : ["kh", "kw", "i", "o"];
+  return ["n", "h", "w", "c"];
 }
 
 // ---------------------------------------------------------------------------------
@@ -173,71 +341,137 @@ export function exampleValue(seed, salt, index, mode) {
   return INTEGER_POOL[h % 5];
 }
 
-export function exampleTensor(seed, salt, rows, cols, channels, mode) {
-  const t = tensor(rows, cols, channels);
+export function exampleTensor(seed, salt, rows, cols, channels, mode, batch = 1) {
+  const t = tensor(rows, cols, channels, null, batch);
   for (let i = 0; i < t.data.length; i++) t.data[i] = exampleValue(seed, salt, i, mode);
   return t;
 }
 
-// The input panels each op reads, with their shapes.
+// The panels an op is given, with their shapes [rows, cols, channels, planes a].
 export function inputShapes(g) {
-  const { rows, cols } = g;
-  const shapes = {
-    input_grad: { w: [rows.kernel, cols.kernel, 1], dy: [rows.out, cols.out, 1] },
-    depthwise_filter_grad: { x: [rows.input, cols.input, 1], dy: [rows.out, cols.out, g.multiplier] },
-    forward: { x: [rows.input, cols.input, 1], w: [rows.kernel, cols.kernel, 1] },
-  };
-  return shapes[g.params.op];
+  const { panelOf } = opPanels(g.params.op);
+  const out = {};
+  for (const role of g.record.given) {
+    const [a, b, r, c] = roleShape(g, role);
+    out[panelOf[role]] = [r, c, b, a];
+  }
+  return out;
 }
-
-export const OUTPUT_PANEL = { input_grad: "dx", depthwise_filter_grad: "dw", forward: "y" };
 
 // The op's inputs: given tensors where their shapes fit, example numbers otherwise.
 export function inputs(g, given = {}) {
   const out = {};
-  for (const [name, [r, c, ch]] of Object.entries(inputShapes(g))) {
+  for (const [name, [r, c, ch, n]] of Object.entries(inputShapes(g))) {
     const t = given[name];
-    out[name] = t && t.rows === r && t.cols === c && t.channels === ch ? t
-      : exampleTensor(g.params.seed, SALTS[name], r, c, ch, g.params.values);
+    out[name] = t && t.rows === r && t.cols === c && t.channels === ch && (t.batch || 1) === n ? t
+      : exampleTensor(g.params.seed, SALTS[name], r, c, ch, g.params.values, n);
   }
   return out;
 }
 
 // ---------------------------------------------------------------------------------
-// The three ops (float64, scatter order: output cell, then tap).
+// Links: every product of the convolution.  A link is input cell (n, ci, ih, iw) (maybe
+// padding) times filter cell (a, b, kh, kw) into output cell (n, co, oh, ow); each op sums
+// the products of its two given tensors over the links that reach each cell of its result.
 
-export function inputGrad(g, w, dy) {
-  const { rows, cols } = g;
-  const dx = tensor(rows.input, cols.input, 1);
-  for (let oh = 0; oh < rows.out; oh++)
-    for (let ow = 0; ow < cols.out; ow++)
-      for (const t of windowTerms(g, oh, ow)) if (!t.pad) add(dx, t.ih, t.iw, 0, at(dy, oh, ow) * at(w, t.kh, t.kw));
-  return dx;
+function makeLink(g, n, co, i, oh, ow, kh, kw) {
+  const ch = g.channels;
+  const group = Math.floor(co / ch.outPerGroup);
+  const ci = group * ch.inPerGroup + i;
+  const ih = inputIndex(g.rows, oh, kh), iw = inputIndex(g.cols, ow, kw);
+  const pad = ih < 0 || ih >= g.rows.input || iw < 0 || iw >= g.cols.input;
+  const fa = ch.depthwise ? ci : i, fb = ch.depthwise ? co % ch.multiplier : co;
+  return { n, ci, co, group, oh, ow, kh, kw, ih, iw, pad,
+           input: [n, ci, ih, iw], filter: [fa, fb, kh, kw], output: [n, co, oh, ow] };
 }
 
-export function depthwiseFilterGrad(g, x, dy) {
-  const { rows, cols } = g;
-  const dw = tensor(rows.kernel, cols.kernel, g.multiplier);
-  for (let m = 0; m < g.multiplier; m++)
-    for (let kh = 0; kh < rows.kernel; kh++)
-      for (let kw = 0; kw < cols.kernel; kw++) {
-        let s = 0;
-        for (const term of filterTerms(g, kh, kw)) s += at(x, term.ih, term.iw) * at(dy, term.oh, term.ow, m);
-        dw.data[(m * rows.kernel + kh) * cols.kernel + kw] = s;
+// The links that reach cell [a, b, row, col] of `role`'s tensor (a padding cell of the
+// input too), in the order a worked sum lists them: by channel (or image), then tap.
+export function linksOf(g, role, [a, b, r, c]) {
+  const ch = g.channels, links = [];
+  if (role === "output") {
+    for (let i = 0; i < ch.inPerGroup; i++)
+      for (let kh = 0; kh < g.rows.kernel; kh++)
+        for (let kw = 0; kw < g.cols.kernel; kw++) links.push(makeLink(g, a, b, i, r, c, kh, kw));
+  } else if (role === "input") {
+    const group = Math.floor(b / ch.inPerGroup), i = b % ch.inPerGroup;
+    const rowPairs = pairsAt(g.rows, r), colPairs = pairsAt(g.cols, c);
+    for (let co = group * ch.outPerGroup; co < (group + 1) * ch.outPerGroup; co++)
+      for (const [oh, kh] of rowPairs)
+        for (const [ow, kw] of colPairs) links.push(makeLink(g, a, co, i, oh, ow, kh, kw));
+  } else {
+    const co = ch.depthwise ? a * ch.multiplier + b : b, i = ch.depthwise ? 0 : a;
+    for (let n = 0; n < ch.batch; n++)
+      for (let oh = 0; oh < g.rows.out; oh++)
+        for (let ow = 0; ow < g.cols.out; ow++) links.push(makeLink(g, n, co, i, oh, ow, r, c));
+  }
+  return links;
+}
+
+// Every link as flat indices into the input, filter and output tensors (input -1 on
+// padding): the scatter that computes an op without building a link object each.
+function eachLink(g, fn) {
+  const ch = g.channels, R = g.rows, C = g.cols;
+  const [, , inRows, inCols] = roleShape(g, "input");
+  const fShape = roleShape(g, "filter");
+  for (let n = 0; n < ch.batch; n++)
+    for (let co = 0; co < ch.convOut; co++) {
+      const group = Math.floor(co / ch.outPerGroup);
+      for (let i = 0; i < ch.inPerGroup; i++) {
+        const ci = group * ch.inPerGroup + i;
+        const fa = ch.depthwise ? ci : i, fb = ch.depthwise ? co % ch.multiplier : co;
+        const fBase = (fa * fShape[1] + fb) * R.kernel * C.kernel;
+        const xBase = (n * ch.convIn + ci) * inRows * inCols;
+        for (let oh = 0; oh < R.out; oh++)
+          for (let ow = 0; ow < C.out; ow++) {
+            const yi = ((n * ch.convOut + co) * R.out + oh) * C.out + ow;
+            for (let kh = 0; kh < R.kernel; kh++) {
+              const ih = oh * R.stride - R.before + kh * R.dilation;
+              const rowIn = ih >= 0 && ih < inRows;
+              for (let kw = 0; kw < C.kernel; kw++) {
+                const iw = ow * C.stride - C.before + kw * C.dilation;
+                const xi = rowIn && iw >= 0 && iw < inCols ? xBase + ih * inCols + iw : -1;
+                fn(xi, fBase + kh * C.kernel + kw, yi);
+              }
+            }
+          }
       }
-  return dw;
+    }
+}
+
+function emptyOf(g, role) {
+  const [a, b, r, c] = roleShape(g, role);
+  return tensor(r, c, b, null, a);
+}
+
+// The op's result from its two given tensors (by role), in float64.
+export function computeResult(g, given) {
+  const role = g.record.result;
+  const out = emptyOf(g, role), o = out.data;
+  if (role === "output") {
+    const x = given.input.data, w = given.filter.data;
+    eachLink(g, (xi, wi, yi) => { if (xi >= 0) o[yi] += x[xi] * w[wi]; });
+  } else if (role === "input") {
+    const w = given.filter.data, dy = given.output.data;
+    eachLink(g, (xi, wi, yi) => { if (xi >= 0) o[xi] += dy[yi] * w[wi]; });
+  } else {
+    const x = given.input.data, dy = given.output.data;
+    eachLink(g, (xi, wi, yi) => { if (xi >= 0) o[wi] += x[xi] * dy[yi]; });
+  }
+  return out;
+}
+
+// The three results of a geometry's convolution by name, whatever op `g` was made for.
+export function inputGrad(g, w, dy) {
+  return computeResult({ ...g, record: OP_RECORDS.conv2d_backprop_input }, { filter: w, output: dy });
+}
+
+export function filterGrad(g, x, dy) {
+  return computeResult({ ...g, record: OP_RECORDS.conv2d_backprop_filter }, { input: x, output: dy });
 }
 
 export function forward(g, x, w) {
-  const { rows, cols } = g;
-  const y = tensor(rows.out, cols.out, 1);
-  for (let oh = 0; oh < rows.out; oh++)
-    for (let ow = 0; ow < cols.out; ow++) {
-      let s = 0;
-      for (const term of windowTerms(g, oh, ow)) if (!term.pad) s += at(x, term.ih, term.iw) * at(w, term.kh, term.kw);
-      y.data[oh * cols.out + ow] = s;
-    }
-  return y;
+  return computeResult({ ...g, record: OP_RECORDS.conv2d }, { input: x, filter: w });
 }
 
 // Everything the explorer shows for one setting: geometry, inputs and the output.
@@ -245,15 +479,43 @@ export function compute(params, given = {}) {
   const g = geometry(params);
   if (g.error) return { g, tensors: {}, output: null };
   const t = inputs(g, given);
-  const op = g.params.op;
-  if (op === "input_grad") t.dx = inputGrad(g, t.w, t.dy);
-  else if (op === "depthwise_filter_grad") t.dw = depthwiseFilterGrad(g, t.x, t.dy);
-  else t.y = forward(g, t.x, t.w);
-  return { g, tensors: t, output: OUTPUT_PANEL[op] };
+  const { panelOf, output } = opPanels(g.params.op);
+  const byRole = {};
+  for (const role of g.record.given) byRole[role] = t[panelOf[role]];
+  t[output] = computeResult(g, byRole);
+  return { g, tensors: t, output };
+}
+
+// The worked sum of result cell [a, b, row, col]: its terms (the two factors' panels,
+// cells and values; links on padding left out, counted in `padReads`), grouped by the
+// channel they come through (the image, for a filter gradient).
+export function workedSum(g, tensors, cell) {
+  const rec = g.record;
+  const { panelOf } = opPanels(g.params.op);
+  const [first, second] = rec.given;
+  const terms = [];
+  let padReads = 0;
+  for (const link of linksOf(g, rec.result, cell)) {
+    if (link.pad) { padReads++; continue; }
+    const va = at(tensors[panelOf[first]], link[first][2], link[first][3], link[first][1], link[first][0]);
+    const vb = at(tensors[panelOf[second]], link[second][2], link[second][3], link[second][1], link[second][0]);
+    const by = rec.result === "filter" ? link.n : rec.result === "input" ? link.co : link.ci;
+    terms.push({ link, a: { panel: panelOf[first], cell: link[first] }, b: { panel: panelOf[second], cell: link[second] },
+                 va, vb, group: by });
+  }
+  let value = 0;
+  for (const t of terms) value += t.va * t.vb;
+  const groups = [];
+  for (const t of terms) {
+    if (!groups.length || groups[groups.length - 1].key !== t.group) groups.push({ key: t.group, terms: [] });
+    groups[groups.length - 1].terms.push(t);
+  }
+  const groupedBy = rec.result === "filter" ? "image" : "channel";
+  return { terms, groups, groupedBy, padReads, value };
 }
 
 // ---------------------------------------------------------------------------------
-// Which cells make which: the terms of a worked sum, and the cells a hover lights.
+// The first explorer's one-channel helpers (kept: the figures' words use them).
 
 // Output cell (oh, ow)'s tap (kh, kw), with the input cell it reads (maybe padding).
 function term(g, oh, ow, kh, kw) {
@@ -301,6 +563,12 @@ export function paddingReason(g, axisName, before) {
   const [first, second, unit] = SIDES[axisName];
   const side = before ? first : second;
   const amount = before ? axis.before : axis.after;
+  if (axis.transposed) {
+    return `conv_transpose2d's padding ${axis.before} crops ${axis.before} ${unit} from each side of the full scatter ` +
+      `(${axis.input + axis.before + Math.max(axis.after, 0)} ${unit}` +
+      (axis.outputPadding ? `, output_padding ${axis.outputPadding} giving back ${Math.min(axis.outputPadding, axis.before)} ${second}` : "") +
+      `). This is one of the ${amount} cropped ${side} ${unit}.`;
+  }
   if (axis.padding === "SAME") {
     return `SAME padding: the last window needs ${axis.need} extra ${unit} ` +
       `((out \u2212 1)\u00b7stride + eff \u2212 in = (${axis.out} \u2212 1)\u00b7${axis.stride} + ${axis.eff} \u2212 ${axis.input} = ${axis.need}); ` +
@@ -317,6 +585,13 @@ export function lostReason(g, axisName, i) {
   const axis = g[axisName];
   if (axis.coverage[i] !== 0) return null;
   const unit = axisName === "rows" ? "row" : "column";
+  if (axis.transposed) {
+    if (i > axis.lastRead)
+      return `No input cell reaches ${unit} ${i} of y: the scatter ends at ${unit} ${axis.lastRead}, and ` +
+        `output_padding ${axis.outputPadding} adds ${unit}s after it, so it is exactly 0 (PyTorch adds only the bias).`;
+    return `No input cell reaches ${unit} ${i} of y: with stride ${axis.stride} and dilation ${axis.dilation} the ` +
+      `scatter skips it, so it is exactly 0.`;
+  }
   if (i > axis.lastRead) {
     return `No window reads ${unit} ${i}: the windows stop at ${unit} ${axis.lastRead} ` +
       `(padded ${axis.padded} \u2212 eff ${axis.eff} = ${axis.padded - axis.eff} is not a multiple of stride ${axis.stride}), ` +
@@ -343,43 +618,66 @@ export function exactNumber(v) {
 }
 
 // ---------------------------------------------------------------------------------
-// The URL query: `input`, `kernel`, `stride`, `dilation` as N or HxW; `pads` as
-// top,bottom,left,right; `padding`, `op`, `multiplier`, `seed`, `values`, `theme`.
+// The URL query: `input`, `kernel`, `stride`, `dilation` (and `output_padding`) as N or HxW;
+// `padding` as SAME / VALID / EXPLICIT, with `pads` as top,bottom,left,right, or (PyTorch's,
+// for conv_transpose2d) as N or HxW; `op`, `in_channels`, `out_channels`, `groups`,
+// `multiplier`, `batch`, `seed`, `values`, `theme`.
 
 const PAIRS = { input: ["input_h", "input_w"], kernel: ["kernel_h", "kernel_w"],
-                stride: ["stride_h", "stride_w"], dilation: ["dilation_h", "dilation_w"] };
-const SINGLES = ["padding", "op", "multiplier", "seed", "values", "theme"];
+                stride: ["stride_h", "stride_w"], dilation: ["dilation_h", "dilation_w"],
+                output_padding: ["output_padding_h", "output_padding_w"] };
+const SINGLES = ["op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed", "values", "theme"];
 const PAD_NAMES = ["pad_top", "pad_bottom", "pad_left", "pad_right"];
+
+function splitPair(text) {
+  const parts = String(text).toLowerCase().split(/[x,\u00d7]/);
+  if (parts.length === 1) parts.push(parts[0]);
+  return parts.length === 2 ? parts : null;
+}
 
 export function parseQuery(search) {
   const q = new URLSearchParams(search || "");
   const out = {};
   for (const [key, [h, w]] of Object.entries(PAIRS)) {
-    if (!q.has(key)) continue;
-    const parts = q.get(key).toLowerCase().split(/[x,\u00d7]/);
-    if (parts.length === 1) parts.push(parts[0]);
-    if (parts.length === 2) { out[h] = coerce(h, parts[0]); out[w] = coerce(w, parts[1]); }
+    const parts = q.has(key) ? splitPair(q.get(key)) : null;
+    if (parts) { out[h] = coerce(h, parts[0]); out[w] = coerce(w, parts[1]); }
   }
   if (q.has("pads")) {
     const parts = q.get("pads").split(",");
     if (parts.length === 4) PAD_NAMES.forEach((name, i) => { out[name] = coerce(name, parts[i]); });
   }
-  for (const key of SINGLES) {
-    if (!q.has(key)) continue;
-    const raw = q.get(key);
-    out[key] = coerce(key, key === "padding" ? raw.toUpperCase() : raw);
+  if (q.has("padding")) {
+    const raw = q.get("padding"), parts = splitPair(raw);
+    if (parts && parts.every((v) => /^\s*\d+\s*$/.test(v))) { // PyTorch's padding: both sides alike
+      out.padding = "EXPLICIT";
+      [out.pad_top, out.pad_left] = [coerce("pad_top", parts[0]), coerce("pad_left", parts[1])];
+      [out.pad_bottom, out.pad_right] = [out.pad_top, out.pad_left];
+    } else out.padding = coerce("padding", raw.toUpperCase());
   }
+  for (const key of SINGLES) if (q.has(key)) out[key] = coerce(key, q.get(key));
   return out;
 }
 
 export function toQuery(params) {
-  const p = normalize(params);
-  const parts = [];
-  for (const [key, [h, w]] of Object.entries(PAIRS)) parts.push(`${key}=${p[h] === p[w] ? p[h] : `${p[h]}x${p[w]}`}`);
-  parts.push(`padding=${p.padding}`);
-  if (p.padding === "EXPLICIT") parts.push(`pads=${PAD_NAMES.map((n) => p[n]).join(",")}`);
+  const p = canonical(params);
+  const rec = OP_RECORDS[p.op];
+  const pair = (h, w) => (p[h] === p[w] ? `${p[h]}` : `${p[h]}x${p[w]}`);
+  const parts = ["input", "kernel", "stride", "dilation"].map((key) => `${key}=${pair(...PAIRS[key])}`);
+  if (rec.transposed) {
+    parts.push(`padding=${pair("pad_top", "pad_left")}`);
+    if (p.output_padding_h || p.output_padding_w) parts.push(`output_padding=${pair("output_padding_h", "output_padding_w")}`);
+  } else {
+    parts.push(`padding=${p.padding}`);
+    if (p.padding === "EXPLICIT") parts.push(`pads=${PAD_NAMES.map((n) => p[n]).join(",")}`);
+  }
   parts.push(`op=${p.op}`);
-  if (p.op === "depthwise_filter_grad") parts.push(`multiplier=${p.multiplier}`);
+  if (p.in_channels !== 1) parts.push(`in_channels=${p.in_channels}`);
+  if (rec.depthwise) parts.push(`multiplier=${p.multiplier}`);
+  else {
+    if (p.out_channels !== 1) parts.push(`out_channels=${p.out_channels}`);
+    if (p.groups !== 1) parts.push(`groups=${p.groups}`);
+  }
+  if (p.batch !== 1) parts.push(`batch=${p.batch}`);
   parts.push(`seed=${p.seed}`);
   if (p.values !== "integers") parts.push(`values=${p.values}`);
   if (p.theme !== "auto") parts.push(`theme=${p.theme}`);

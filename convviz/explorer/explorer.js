@@ -7,19 +7,26 @@
 //
 // DOM contract (stable; tests and course material rely on it):
 //   numbered cell: [data-panel in x|w|dy|dx|dw|y][data-row][data-col][data-value]
-//                  [aria-label], plus [data-channel] when a panel has several channels;
-//   padding cell:  the same with [data-pad] (its row/col lie outside the input);
+//                  [data-index] (its full index in the tensor convviz takes or returns for
+//                  the op, in that tensor's layout: core.tensorIndex) [data-plane] [aria-label],
+//                  plus [data-channel] when a panel has several channels;
+//   padding cell:  [data-panel][data-row][data-col][data-plane][data-pad] (its row/col lie
+//                  outside the input; a transposed convolution's cropped rows and columns);
 //   worked sum:    [data-role="sum"][data-value];
 //   controls:      [name=<parameter>] (see core.PARAMS), and play / step / speed.
 import * as core from "./core.js";
 
-const PANEL_TITLES = {
-  x: ["x", "input"], w: ["W", "kernel"], dy: ["dL/dy", "output gradient"],
-  dx: ["dL/dx", "input gradient"], dw: ["dL/dW", "depthwise filter gradient"], y: ["y", "forward output"],
-};
+// Each panel's symbol, and its words by the role it plays.
 const PANEL_SYMBOL = { x: "x", w: "W", dy: "dy", dx: "dx", dw: "dW", y: "y" };
-const LAYOUT = { input_grad: ["w", "dy", "dx"], depthwise_filter_grad: ["x", "dy", "dw"], forward: ["x", "w", "y"] };
-const PADDED_PANEL = { input_grad: "dx", depthwise_filter_grad: "x", forward: "x" };
+function panelTitle(op, panel) {
+  const rec = core.OP_RECORDS[op];
+  if (rec.transposed)
+    return { x: ["x", "input (N, C_in, H, W)"], w: ["W", "weight (C_in, C_out/groups, kH, kW)"],
+             y: ["y", "output (N, C_out, H_out, W_out)"] }[panel];
+  const dw = rec.depthwise ? "depthwise filter gradient" : "filter gradient";
+  return { x: ["x", "input"], w: ["W", rec.depthwise ? "depthwise filter" : "filter"], dy: ["dL/dy", "output gradient"],
+           dx: ["dL/dx", "input gradient"], dw: ["dL/dW", dw], y: ["y", "output"] }[panel];
+}
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
@@ -30,28 +37,33 @@ const INFO_WIDTH = 330;
 const CONTROL_GROUPS = [
   ["size", [[["input_h", "input_w"], "input rows \u00d7 cols"], [["kernel_h", "kernel_w"], "kernel rows \u00d7 cols"]]],
   ["step", [[["stride_h", "stride_w"], "stride rows \u00d7 cols"], [["dilation_h", "dilation_w"], "dilation rows \u00d7 cols"]]],
-  ["padding", [[["padding"], "mode"], [["pad_top", "pad_bottom", "pad_left", "pad_right"], "pads top, bottom, left, right"]]],
-  ["numbers", [[["op"], "op"], [["multiplier"], "multiplier"], [["values"], "numbers"], [["seed"], "seed"], [["theme"], "theme"]]],
+  ["padding", [[["padding"], "mode"], [["pad_top", "pad_bottom", "pad_left", "pad_right"], "pads top, bottom, left, right"],
+               [["output_padding_h", "output_padding_w"], "output_padding rows \u00d7 cols"]]],
+  ["channels", [[["in_channels"], "in channels"], [["out_channels"], "out channels"], [["groups"], "groups"],
+                [["multiplier"], "multiplier"], [["batch"], "batch"]]],
+  ["numbers", [[["op"], "op"], [["values"], "numbers"], [["seed"], "seed"], [["theme"], "theme"]]],
 ];
 const ARIA_LABELS = {
   input_h: "input rows", input_w: "input cols", kernel_h: "kernel rows", kernel_w: "kernel cols",
   stride_h: "stride rows", stride_w: "stride cols", dilation_h: "dilation rows", dilation_w: "dilation cols",
   pad_top: "pad top", pad_bottom: "pad bottom", pad_left: "pad left", pad_right: "pad right",
+  output_padding_h: "output_padding rows", output_padding_w: "output_padding cols",
 };
 const CHOICE_LABELS = {
-  op: { input_grad: "input gradient", depthwise_filter_grad: "depthwise filter gradient", forward: "forward" },
+  op: Object.fromEntries(core.OPS.map((op) => [op, core.OP_RECORDS[op].label])),
   values: { integers: "integers", decimals: "decimals" },
   theme: { auto: "auto", light: "light", dark: "dark" },
   padding: { SAME: "SAME", VALID: "VALID", EXPLICIT: "EXPLICIT" },
 };
-const PAD_PARAMS = ["pad_top", "pad_bottom", "pad_left", "pad_right"];
 
 function esc(text) {
   return String(text).replace(/[&<>"]/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[ch]));
 }
 
-function cellKey(panel, ch, r, c) {
-  return `${panel}|${ch}|${r}|${c}`;
+// A cell of a panel: plane (a, b) -- (image, channel) of an activation, (a, b) of a filter
+// (core.roleShape) -- then row and column.
+function cellKey(panel, a, b, r, c) {
+  return `${panel}|${a}|${b}|${r}|${c}`;
 }
 
 // The host's theme: JupyterLab, VS Code, or the system's preference.
@@ -68,7 +80,7 @@ function hostTheme() {
 }
 
 function fromWire(t) {
-  return t ? core.tensor(t.rows, t.cols, t.channels, Float64Array.from(t.data)) : null;
+  return t ? core.tensor(t.rows, t.cols, t.channels, Float64Array.from(t.data), t.batch || 1) : null;
 }
 
 class ExplorerView {
@@ -215,12 +227,13 @@ class ExplorerView {
   syncControls() {
     const p = this.params;
     const locked = new Set(this.model.get("locked") || []);
+    const unused = core.unusedParams(p);
+    const shown = core.normalize(p); // a transposed convolution's pads: the same on both sides
     for (const [name, input] of Object.entries(this.controls)) {
       if (!core.PARAMS[name]) continue;
-      if (document.activeElement !== input || input.tagName === "SELECT") input.value = String(p[name]);
+      if (document.activeElement !== input || input.tagName === "SELECT") input.value = String(shown[name]);
       let disabled = locked.has(name), why = disabled ? "fixed by the array you passed" : "";
-      if (PAD_PARAMS.includes(name) && p.padding !== "EXPLICIT") { disabled = true; why = "used with EXPLICIT padding only"; }
-      if (name === "multiplier" && p.op !== "depthwise_filter_grad") { disabled = true; why = "used by the depthwise filter gradient only"; }
+      if (unused[name]) { disabled = true; why = unused[name]; }
       input.disabled = disabled;
       input.title = why || ARIA_LABELS[name] || "";
       const field = input.closest(".cvz-field");
@@ -258,14 +271,24 @@ class ExplorerView {
   }
 
   renderHead() {
-    const p = this.params, g = this.result.g;
+    const p = this.params, g = this.result.g, rec = core.OP_RECORDS[p.op];
     this.q(".cvz-title").textContent = core.OP_TITLES[p.op];
     const pair = (a, b) => (a === b ? `${a}` : `${a}\u00d7${b}`);
     const parts = [`input ${p.input_h}\u00d7${p.input_w}`, `kernel ${p.kernel_h}\u00d7${p.kernel_w}`,
-      `stride ${pair(p.stride_h, p.stride_w)}`, `dilation ${pair(p.dilation_h, p.dilation_w)}`,
-      `${p.padding} (pads top ${g.rows.before}, bottom ${g.rows.after}, left ${g.cols.before}, right ${g.cols.after})`];
-    if (!g.error) parts.push(`output ${g.rows.out}\u00d7${g.cols.out}`);
-    if (p.op === "depthwise_filter_grad") parts.push(`multiplier ${p.multiplier}`);
+      `stride ${pair(p.stride_h, p.stride_w)}`, `dilation ${pair(p.dilation_h, p.dilation_w)}`];
+    if (rec.transposed) {
+      parts.push(`padding ${pair(g.params.pad_top, g.params.pad_left)}`,
+                 `output_padding ${pair(p.output_padding_h, p.output_padding_w)}`);
+      if (!g.error) parts.push(`output ${g.rows.input}\u00d7${g.cols.input}`);
+    } else {
+      parts.push(`${p.padding} (pads top ${g.rows.before}, bottom ${g.rows.after}, left ${g.cols.before}, right ${g.cols.after})`);
+      if (!g.error) parts.push(`output ${g.rows.out}\u00d7${g.cols.out}`);
+    }
+    const ch = g.channels;
+    if (rec.depthwise) parts.push(`${ch.convIn} channel${ch.convIn === 1 ? "" : "s"} \u00d7 multiplier ${ch.multiplier}`);
+    else if (p.in_channels > 1 || p.out_channels > 1 || p.groups > 1)
+      parts.push(`channels ${p.in_channels} \u2192 ${p.out_channels}${p.groups > 1 ? `, groups ${p.groups}` : ""}`);
+    if (p.batch > 1) parts.push(`batch ${p.batch}`);
     this.q(".cvz-subtitle").textContent = parts.join(" \u00b7 ");
   }
 
@@ -280,8 +303,8 @@ class ExplorerView {
     const shapes = g.error ? {} : core.inputShapes(g);
     for (const [name, t] of Object.entries(arrays)) {
       if (!t || !shapes[name]) continue;
-      const [r, c, ch] = shapes[name];
-      if (t.rows !== r || t.cols !== c || t.channels !== ch)
+      const [r, c, ch, n] = shapes[name];
+      if (t.rows !== r || t.cols !== c || t.channels !== ch || (t.batch || 1) !== n)
         notices.push(`Your ${PANEL_SYMBOL[name]} is ${t.rows}\u00d7${t.cols}` + (t.channels > 1 ? `\u00d7${t.channels}` : "") +
           ` but this setting needs ${r}\u00d7${c}` + (ch > 1 ? `\u00d7${ch}` : "") + `: showing example numbers instead.`);
     }
@@ -313,14 +336,12 @@ class ExplorerView {
   cellSize(g) {
     const width = this.width || this.el.clientWidth || 1100;
     const infoWidth = width >= WIDE ? INFO_WIDTH + 16 : 0; // the info column (explorer.css's container query)
-    const op = this.params.op;
+    const { layout, roleOf, padded } = core.opPanels(this.params.op);
     let cells = 0, overhead = 90; // arrow, explorer padding
-    for (const panel of LAYOUT[op]) {
-      const padded = panel === PADDED_PANEL[op];
-      const cols = { x: g.cols.input, dx: g.cols.input, w: g.cols.kernel, dw: g.cols.kernel,
-                     dy: g.cols.out, y: g.cols.out }[panel] + (padded ? g.cols.before + g.cols.after : 0);
-      cells += cols; // channel planes stack vertically (explorer.css)
-      overhead += 68 + (padded && (g.rows.lost.length || g.cols.lost.length) ? 110 : 0);
+    for (const panel of layout) {
+      const isPadded = panel === padded;
+      cells += core.roleShape(g, roleOf[panel])[3] + (isPadded ? Math.max(0, g.cols.before) + Math.max(0, g.cols.after) : 0);
+      overhead += 68 + (isPadded && (g.rows.lost.length || g.cols.lost.length) ? 110 : 0); // planes stack vertically
     }
     return Math.max(24, Math.min(54, Math.floor((width - infoWidth - overhead) / cells) - 2));
   }
@@ -349,9 +370,10 @@ class ExplorerView {
     this.panelsEl.style.setProperty("--cell", `${this.size}px`);
     this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(this.size * 0.4))}px`);
     const keys = []; // cell keys in document order: no querying and parsing of 1000s of cells after
-    this.panelsEl.innerHTML = LAYOUT[op].map((panel, i) => {
+    const { layout, padded } = core.opPanels(op);
+    this.panelsEl.innerHTML = layout.map((panel, i) => {
       const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
-      return arrow + this.panelHtml(panel, tensors[panel], panel === PADDED_PANEL[op], keys);
+      return arrow + this.panelHtml(panel, tensors[panel], panel === padded, keys);
     }).join("");
     const elements = this.panelsEl.getElementsByClassName("cvz-cell");
     for (let i = 0; i < keys.length; i++) this.cells.set(keys[i], elements[i]);
@@ -376,10 +398,11 @@ class ExplorerView {
   // them), and the word for them: no gradient for dL/dx, never read for x.
   lostOf(panel) {
     const { g } = this.result;
-    const op = this.params.op;
-    const padded = panel === PADDED_PANEL[op];
-    return { rows: new Set(padded ? g.rows.lost : []), cols: new Set(padded ? g.cols.lost : []),
-             word: op === "input_grad" ? "no gradient" : "never read" };
+    const { padded, roleOf } = core.opPanels(this.params.op);
+    const isPadded = panel === padded;
+    const word = g.record.transposed ? "nothing reaches" : g.record.result === "input" ? "no gradient" : "never read";
+    return { rows: new Set(isPadded ? g.rows.lost : []), cols: new Set(isPadded ? g.cols.lost : []), word,
+             role: roleOf[panel] };
   }
 
   scale(t) {
@@ -388,15 +411,41 @@ class ExplorerView {
     return m > 0 ? m : 1;
   }
 
+  // The planes of a panel's tensor: (a, b) pairs, row-major (core.roleShape).
+  planes(t) {
+    const out = [];
+    for (let a = 0; a < t.batch; a++) for (let b = 0; b < t.channels; b++) out.push([a, b]);
+    return out;
+  }
+
+  // A plane's name: image and channel of an activation, which input channel feeds which
+  // output channel through a filter plane (absolute channel numbers, as the layers count them).
+  planeLabel(panel, a, b) {
+    const { g } = this.result;
+    const role = core.opPanels(this.params.op).roleOf[panel];
+    const ch = g.channels, rec = g.record;
+    if (role !== "filter") return `${ch.batch > 1 ? `image ${a}, ` : ""}channel ${b}`;
+    if (ch.depthwise) return `channel ${a} \u2192 out ${a * ch.multiplier + b} (m ${b})`;
+    const co = b, ci = Math.floor(co / ch.outPerGroup) * ch.inPerGroup + a; // the convolution's channels
+    return rec.transposed ? `in ${co} \u2192 out ${ci}` : `in ${ci} \u2192 out ${co}`;
+  }
+
+  // A numbered cell's name: its full index in the op's tensor when the panel has several planes.
+  cellName(panel, a, b, r, c) {
+    const t = this.result.tensors[panel];
+    if (t.batch * t.channels === 1) return `${PANEL_SYMBOL[panel]}[${r},${c}]`;
+    const role = core.opPanels(this.params.op).roleOf[panel];
+    return `${PANEL_SYMBOL[panel]}[${core.tensorIndex(this.result.g, role, [a, b, r, c]).join(",")}]`;
+  }
+
   // Class, value, label, colours and text of one numbered cell.
-  cellLook(panel, t, r, c, ch, vmax, prefix, lost, lostWord) {
-    const v = core.at(t, r, c, ch);
+  cellLook(panel, t, a, b, r, c, vmax, prefix, lost, lostWord) {
+    const v = core.at(t, r, c, b, a);
     const text = core.formatNumber(v);
     const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
-    const name = t.channels > 1 ? `${PANEL_SYMBOL[panel]}[${r},${c}] channel ${ch}` : `${PANEL_SYMBOL[panel]}[${r},${c}]`;
     const value = core.exactNumber(v);
     return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}`, value, text,
-             label: `${name} = ${value}${lost ? `, ${lostWord}` : ""}` };
+             label: `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
   }
 
   // What the panels' DOM depends on, but for the numbers: equal keys let a redraw
@@ -404,24 +453,23 @@ class ExplorerView {
   structureKey(g, size) {
     const p = { ...this.params, seed: 0, values: "" };
     const arrays = this.model.get("arrays") || {};
-    const captions = LAYOUT[p.op].map((panel) => Boolean(arrays[panel]) && this.given[panel] === this.result.tensors[panel]);
+    const captions = core.opPanels(p.op).layout.map((panel) => Boolean(arrays[panel]) && this.given[panel] === this.result.tensors[panel]);
     return `${core.settingKey(p)}|${this.root.dataset.theme}|${size}|${captions}`;
   }
 
   // Rewrite every numbered cell's number, colour and label, and the legends, in place.
   updateValues() {
     const { tensors } = this.result;
-    const op = this.params.op;
     const prefix = this.paletteClass();
-    for (const panel of LAYOUT[op]) {
+    for (const panel of core.opPanels(this.params.op).layout) {
       const t = tensors[panel];
       const vmax = this.scale(t);
       const { rows: lostRows, cols: lostCols, word: lostWord } = this.lostOf(panel);
-      for (let ch = 0; ch < t.channels; ch++)
+      for (const [a, b] of this.planes(t))
         for (let r = 0; r < t.rows; r++)
           for (let c = 0; c < t.cols; c++) {
-            const el = this.cells.get(cellKey(panel, ch, r, c));
-            const look = this.cellLook(panel, t, r, c, ch, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+            const el = this.cells.get(cellKey(panel, a, b, r, c));
+            const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
             if (el.className !== look.cls) el.className = look.cls;
             if (el.dataset.value === look.value) continue; // same number: same text and label
             el.dataset.value = look.value;
@@ -436,20 +484,23 @@ class ExplorerView {
 
   panelHtml(panel, t, padded, keys) {
     const { g } = this.result;
-    const [sym, words] = PANEL_TITLES[panel];
+    const [sym, words] = panelTitle(this.params.op, panel);
     const vmax = this.scale(t);
     const stops = core.PALETTES[this.palette()[0]];
     const prefix = this.paletteClass();
-    const pads = padded ? { top: g.rows.before, bottom: g.rows.after, left: g.cols.before, right: g.cols.after }
+    const clip = (v) => Math.max(0, v); // a transposed output's rows past the scatter: `after` < 0
+    const pads = padded ? { top: clip(g.rows.before), bottom: clip(g.rows.after), left: clip(g.cols.before), right: clip(g.cols.after) }
                         : { top: 0, bottom: 0, left: 0, right: 0 };
-    const { rows: lostRows, cols: lostCols, word: lostWord } = this.lostOf(panel);
+    const { rows: lostRows, cols: lostCols, word: lostWord, role } = this.lostOf(panel);
     const arrays = this.model.get("arrays") || {};
     const caption = arrays[panel] && arrays[panel].caption && this.given[panel] === this.result.tensors[panel]
       ? `<div class="cvz-caption">${esc(arrays[panel].caption)}</div>` : "";
-    const multi = t.channels > 1;
+    const multi = t.channels > 1, several = t.batch * t.channels > 1;
+    const transposed = g.record.transposed;
     const planes = [];
-    for (let ch = 0; ch < t.channels; ch++) {
+    for (const [a, b] of this.planes(t)) {
       const cols = t.cols + pads.left + pads.right;
+      const chAttr = (multi ? ` data-channel="${b}"` : "") + ` data-plane="${a},${b}"`;
       let cells = `<div class="cvz-corner"></div>`;
       for (let c = -pads.left; c < t.cols + pads.right; c++)
         cells += `<div class="cvz-idx cvz-col-idx">${c >= 0 && c < t.cols ? c : ""}</div>`;
@@ -459,17 +510,18 @@ class ExplorerView {
         cells += `<div class="cvz-idx cvz-row-idx">${realRow ? r : ""}</div>`;
         for (let c = -pads.left; c < t.cols + pads.right; c++) {
           const real = realRow && c >= 0 && c < t.cols;
-          const chAttr = multi ? ` data-channel="${ch}"` : "";
-          keys.push(cellKey(panel, ch, r, c));
+          keys.push(cellKey(panel, a, b, r, c));
           if (!real) {
             const label = panel === "x" ? "0" : "";
-            const word = panel === "x" ? "padding, value 0" : "padding, not part of dL/dx";
+            const word = panel === "x" ? "padding, value 0" : transposed ? "cropped by padding, not part of y"
+              : "padding, not part of dL/dx";
             cells += `<div class="cvz-cell cvz-pad" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-pad="true"` +
               ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}">${label}</div>`;
             continue;
           }
-          const look = this.cellLook(panel, t, r, c, ch, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
-          cells += `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
+          const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+          const index = core.tensorIndex(g, role, [a, b, r, c]).join(",");
+          cells += `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-index="${index}"` +
             ` data-value="${look.value}" tabindex="-1" role="gridcell" aria-label="${look.label}">${look.text}</div>`;
         }
         const lostRow = realRow && lostRows.has(r);
@@ -483,8 +535,9 @@ class ExplorerView {
         }
         cells += `<div class="cvz-gutter cvz-lost-label">\u2191 ${lostWord}</div>`;
       }
-      const label = multi ? `<div class="cvz-channel">channel ${ch}</div>` : "";
-      planes.push(`<div class="cvz-plane">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${multi ? ` channel ${ch}` : ""}"` +
+      const name = this.planeLabel(panel, a, b);
+      const label = several ? `<div class="cvz-channel">${esc(name)}</div>` : "";
+      planes.push(`<div class="cvz-plane">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${several ? ` ${esc(name)}` : ""}"` +
         ` style="grid-template-columns: var(--idx) repeat(${cols}, var(--cell)) auto">${cells}</div></div>`);
     }
     const legend = `<div class="cvz-legend" aria-label="colour scale from ${-vmax} to ${vmax}">
@@ -492,9 +545,13 @@ class ExplorerView {
         <span class="cvz-ramp" style="background:linear-gradient(to right, ${stops.join(", ")})"></span>
         <span>${core.formatNumber(vmax)}</span></div>`;
     const padNote = padded && (pads.top || pads.bottom || pads.left || pads.right)
-      ? `<div class="cvz-key"><span class="cvz-swatch cvz-pad"></span> padding</div>` : "";
+      ? `<div class="cvz-key"><span class="cvz-swatch cvz-pad"></span> ${transposed ? "cropped by padding" : "padding"}</div>` : "";
+    const shape = core.layoutNames(g, role).map((n, i) => {
+      const [a, b, r, c] = [t.batch, t.channels, t.rows, t.cols];
+      return core.tensorIndex(g, role, [a, b, r, c])[i];
+    });
     return `<figure class="cvz-panel" data-panel-box="${panel}"><figcaption><b>${esc(sym)}</b> ${esc(words)}` +
-      `<span class="cvz-shape">${t.rows}\u00d7${t.cols}${multi ? `\u00d7${t.channels}` : ""}</span></figcaption>${caption}` +
+      `<span class="cvz-shape">${several ? shape.join("\u00d7") : `${t.rows}\u00d7${t.cols}`}</span></figcaption>${caption}` +
       `<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
   }
 
@@ -523,7 +580,8 @@ class ExplorerView {
   // -- focus: hover, pin, keyboard ------------------------------------------------
   cellInfo(el) {
     const d = el.dataset;
-    return { panel: d.panel, ch: Number(d.channel || 0), r: Number(d.row), c: Number(d.col), pad: d.pad === "true" };
+    const [a, b] = (d.plane || "0,0").split(",").map(Number);
+    return { panel: d.panel, a, b, r: Number(d.row), c: Number(d.col), pad: d.pad === "true" };
   }
 
   onPointer(e) {
@@ -546,7 +604,7 @@ class ExplorerView {
   }
 
   togglePin(info) {
-    const same = this.pinned && ["panel", "ch", "r", "c"].every((k) => this.pinned[k] === info[k]);
+    const same = this.pinned && ["panel", "a", "b", "r", "c"].every((k) => this.pinned[k] === info[k]);
     this.pinned = same ? null : info;
     this.showActive();
   }
@@ -567,7 +625,7 @@ class ExplorerView {
     if (moves[e.key]) {
       e.preventDefault();
       const [dr, dc] = moves[e.key];
-      const next = this.cells.get(cellKey(info.panel, info.ch, info.r + dr, info.c + dc));
+      const next = this.cells.get(cellKey(info.panel, info.a, info.b, info.r + dr, info.c + dc));
       if (next) next.focus();
     } else if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
@@ -581,7 +639,7 @@ class ExplorerView {
 
   restoreFocus() {
     const f = this.pinned || this.hovered;
-    if (f && f.panel && !this.cells.has(cellKey(f.panel, f.ch, f.r, f.c))) {
+    if (f && f.panel && !this.cells.has(cellKey(f.panel, f.a, f.b, f.r, f.c))) {
       this.pinned = null;
       this.hovered = null;
     }
@@ -608,7 +666,7 @@ class ExplorerView {
   showActive() {
     this.clearLit();
     const mark = (cell, cls) => {
-      const el = this.cells.get(cellKey(cell.panel, cell.ch || 0, cell.r, cell.c));
+      const el = this.cells.get(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c));
       if (el) { el.classList.add(cls); this.lit.push([el, cls]); }
       return el;
     };
@@ -633,157 +691,103 @@ class ExplorerView {
     if (a.panel) mark(a, "cvz-source-cell");
   }
 
+  // The worked sum: symbols, then numbers, grouped by channel (or image) when the terms
+  // come through several, with how many terms there are.
   sumHtml(sum) {
     const shown = sum.terms.slice(0, MAX_SHOWN_TERMS);
     const more = sum.terms.length - shown.length;
     const tail = more > 0 ? ` + \u2026 (${more} more)` : "";
     const f = (v) => (v < 0 ? `(${core.formatNumber(v)})` : core.formatNumber(v));
-    const symbols = shown.map((t) => `${t.a}\u00b7${t.b}`).join(" + ") + tail;
-    const numbers = shown.map((t) => `${f(t.va)}\u00b7${f(t.vb)}`).join(" + ") + tail;
+    const name = (x) => this.cellName(x.panel, x.cell[0], x.cell[1], x.cell[2], x.cell[3]);
+    const join = (fn) => {
+      if (sum.groups.length < 2) return shown.map(fn).join(" + ") + tail;
+      const parts = [];
+      for (const group of sum.groups) {
+        const inGroup = group.terms.filter((t) => shown.includes(t));
+        if (inGroup.length) parts.push(`[${sum.groupedBy} ${group.key}: ${inGroup.map(fn).join(" + ")}]`);
+      }
+      return parts.join(" + ") + tail;
+    };
+    const symbols = join((t) => `${name(t.a)}\u00b7${name(t.b)}`);
+    const numbers = join((t) => `${f(t.va)}\u00b7${f(t.vb)}`);
     const empty = sum.terms.length === 0;
+    const n = sum.terms.length;
+    const count = `${n} term${n === 1 ? "" : "s"}` + (sum.groups.length > 1 ? ` through ${sum.groups.length} ${sum.groupedBy}s` : "");
     return `<div class="cvz-sum-lhs">${esc(sum.lhs)} =</div>` +
       (empty ? `<div class="cvz-sum-terms">no terms (nothing reaches it)</div>`
-             : `<div class="cvz-sum-terms">${esc(symbols)}</div><div class="cvz-sum-terms">= ${esc(numbers)}</div>`) +
+             : `<div class="cvz-sum-count">${esc(count)}</div><div class="cvz-sum-terms">${esc(symbols)}</div>` +
+               `<div class="cvz-sum-terms">= ${esc(numbers)}</div>`) +
       `<div class="cvz-sum-value">= <b>${esc(core.formatNumber(sum.value))}</b></div>`;
   }
 
-  value(panel, r, c, ch = 0) {
-    return core.at(this.result.tensors[panel], r, c, ch);
+  value(panel, r, c, b = 0, a = 0) {
+    return core.at(this.result.tensors[panel], r, c, b, a);
   }
 
-  // What to light and say for the focused cell.
-  explain(a) {
-    const { g } = this.result;
-    if (a.lostRow !== undefined || a.lostCol !== undefined) {
-      const axis = a.lostRow !== undefined ? "rows" : "cols";
-      const i = Number(a.lostRow !== undefined ? a.lostRow : a.lostCol);
+  // What to light and say for the focused cell, from the links that reach it (core.linksOf):
+  // a result cell's worked sum, or where a given cell's products go.
+  explain(f) {
+    const { g, tensors } = this.result;
+    const { panelOf, roleOf, padded } = core.opPanels(this.params.op);
+    if (f.lostRow !== undefined || f.lostCol !== undefined) {
+      const axis = f.lostRow !== undefined ? "rows" : "cols";
+      const i = Number(f.lostRow !== undefined ? f.lostRow : f.lostCol);
       const lit = [];
-      const panel = PADDED_PANEL[this.params.op];
-      const t = this.result.tensors[panel];
-      for (let k = 0; k < (axis === "rows" ? t.cols : t.rows); k++)
-        lit.push(axis === "rows" ? { panel, r: i, c: k, cls: "cvz-in" } : { panel, r: k, c: i, cls: "cvz-in" });
-      return { title: `${axis === "rows" ? "Row" : "Column"} ${i} of ${PANEL_SYMBOL[panel]}`, note: core.lostReason(g, axis, i), lit };
+      const t = tensors[padded];
+      for (const [a, b] of this.planes(t))
+        for (let k = 0; k < (axis === "rows" ? t.cols : t.rows); k++)
+          lit.push(axis === "rows" ? { panel: padded, a, b, r: i, c: k, cls: "cvz-in" } : { panel: padded, a, b, r: k, c: i, cls: "cvz-in" });
+      return { title: `${axis === "rows" ? "Row" : "Column"} ${i} of ${PANEL_SYMBOL[padded]}`, note: core.lostReason(g, axis, i), lit };
     }
-    const op = this.params.op;
-    const sym = (p, r, c, ch) => `${PANEL_SYMBOL[p]}[${r},${c}${this.result.tensors[p].channels > 1 ? `,${ch}` : ""}]`;
-    if (a.pad) {
-      const notes = [];
-      if (a.r < 0) notes.push(core.paddingReason(g, "rows", true));
-      if (a.r >= g.rows.input) notes.push(core.paddingReason(g, "rows", false));
-      if (a.c < 0) notes.push(core.paddingReason(g, "cols", true));
-      if (a.c >= g.cols.input) notes.push(core.paddingReason(g, "cols", false));
-      notes.push(core.PADDING_HOLDS);
-      const lit = [];
-      if (op === "forward" || op === "depthwise_filter_grad") {
-        // the windows that read this zero
-        for (const t of core.cellTerms(g, a.r, a.c))
-          lit.push(op === "forward" ? { panel: "y", r: t.oh, c: t.ow, cls: "cvz-target" } : { panel: "dw", r: t.kh, c: t.kw, cls: "cvz-in" });
-      }
-      return { title: `Padding cell (row ${a.r}, column ${a.c})`, note: notes.join(" "), lit };
-    }
-    const v = this.value(a.panel, a.r, a.c, a.ch);
-    const head = `${sym(a.panel, a.r, a.c, a.ch)} = ${core.formatNumber(v)}`;
+    const rec = g.record, role = roleOf[f.panel];
+    const cellOf = (link, r, cls, extra = {}) => ({ panel: panelOf[r], a: link[r][0], b: link[r][1], r: link[r][2], c: link[r][3], cls, ...extra });
+    const valueAt = (link, r) => (r === "input" && link.pad ? 0 : this.value(panelOf[r], link[r][2], link[r][3], link[r][1], link[r][0]));
+    const links = core.linksOf(g, role, [f.a || 0, f.b || 0, f.r, f.c]);
     const lit = [];
-    const lostNote = () => {
-      const reasons = [core.lostReason(g, "rows", a.r), core.lostReason(g, "cols", a.c)].filter(Boolean);
-      return reasons.join(" ");
-    };
-    if (op === "input_grad") {
-      if (a.panel === "dy") {
-        let dropped = 0;
-        for (const t of core.windowTerms(g, a.r, a.c)) {
-          const product = v * this.value("w", t.kh, t.kw);
-          lit.push({ panel: "dx", r: t.ih, c: t.iw, cls: "cvz-target", product });
-          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
-          if (t.pad) dropped++;
-        }
-        return { title: `${head} scatters through every tap of W`, lit,
-                 note: `Each lit dL/dx cell receives dy\u00b7W for one tap (written on it).` +
-                   (dropped ? ` ${dropped} of the products land on padding and are dropped.` : "") };
-      }
-      if (a.panel === "dx") {
-        const terms = core.cellTerms(g, a.r, a.c).map((t) => {
-          lit.push({ panel: "dy", r: t.oh, c: t.ow, cls: "cvz-in" });
-          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
-          return { a: sym("dy", t.oh, t.ow, 0), b: sym("w", t.kh, t.kw, 0), va: this.value("dy", t.oh, t.ow), vb: this.value("w", t.kh, t.kw) };
-        });
-        return { title: `${head}: the (dy cell, tap) pairs that reach it`, lit, note: terms.length ? "" : lostNote(),
-                 sum: { lhs: sym("dx", a.r, a.c, 0), terms, value: v } };
-      }
-      if (a.panel === "w") {
-        for (const t of core.tapTerms(g, a.r, a.c)) {
-          lit.push({ panel: "dy", r: t.oh, c: t.ow, cls: "cvz-in" });
-          lit.push({ panel: "dx", r: t.ih, c: t.iw, cls: "cvz-target", product: this.value("dy", t.oh, t.ow) * v });
-        }
-        return { title: `${head}: each dy cell reaches one dL/dx cell through this tap`, lit,
-                 note: "The lit dL/dx cells form a lattice with the stride's spacing, shifted by tap \u00d7 dilation." };
-      }
+    if (f.pad) {
+      const notes = [];
+      if (f.r < 0) notes.push(core.paddingReason(g, "rows", true));
+      if (f.r >= g.rows.input) notes.push(core.paddingReason(g, "rows", false));
+      if (f.c < 0) notes.push(core.paddingReason(g, "cols", true));
+      if (f.c >= g.cols.input) notes.push(core.paddingReason(g, "cols", false));
+      notes.push(rec.transposed ? "What the scatter puts there is cut off: it is not part of y." : core.PADDING_HOLDS);
+      // the windows that read this zero (or the products that land on it and are dropped)
+      for (const link of links)
+        for (const r of core.ROLES) if (r !== "input") lit.push(cellOf(link, r, r === rec.result ? "cvz-target" : "cvz-in"));
+      return { title: `${rec.transposed ? "Cropped" : "Padding"} cell (row ${f.r}, column ${f.c})`, note: notes.join(" "), lit };
     }
-    if (op === "depthwise_filter_grad") {
-      if (a.panel === "dw") {
-        const m = a.ch;
-        for (const t of core.tapTerms(g, a.r, a.c)) if (t.pad) lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
-        const terms = core.filterTerms(g, a.r, a.c).map((t) => {
-          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
-          lit.push({ panel: "dy", r: t.oh, c: t.ow, ch: m, cls: "cvz-in" });
-          return { a: sym("x", t.ih, t.iw, 0), b: sym("dy", t.oh, t.ow, m), va: this.value("x", t.ih, t.iw), vb: this.value("dy", t.oh, t.ow, m) };
-        });
-        const padTaps = core.tapTerms(g, a.r, a.c).filter((t) => t.pad).length;
-        return { title: `${head}: the input lattice this tap reads, times dL/dy`, lit,
-                 note: padTaps ? `${padTaps} of its reads fall on padding (0) and add nothing.` : "",
-                 sum: { lhs: sym("dw", a.r, a.c, m), terms, value: v } };
+    const v = this.value(f.panel, f.r, f.c, f.b || 0, f.a || 0);
+    const head = `${this.cellName(f.panel, f.a || 0, f.b || 0, f.r, f.c)} = ${core.formatNumber(v)}`;
+    const lostNote = () => [core.lostReason(g, "rows", f.r), core.lostReason(g, "cols", f.c)].filter(Boolean).join(" ");
+    if (role === rec.result) {
+      const sum = core.workedSum(g, tensors, [f.a || 0, f.b || 0, f.r, f.c]);
+      for (const link of links) {
+        if (link.pad) { lit.push(cellOf(link, "input", "cvz-in")); continue; } // the padding it reads
+        for (const r of rec.given) lit.push(cellOf(link, r, "cvz-in"));
       }
-      if (a.panel === "x") {
-        const pairs = core.cellTerms(g, a.r, a.c);
-        for (let m = 0; m < g.multiplier; m++)
-          for (const t of pairs) {
-            lit.push({ panel: "dy", r: t.oh, c: t.ow, ch: m, cls: "cvz-in" });
-            lit.push({ panel: "dw", r: t.kh, c: t.kw, ch: m, cls: "cvz-target", product: v * this.value("dy", t.oh, t.ow, m) });
-          }
-        return { title: `${head} is read by ${pairs.length} (output cell, tap) pair${pairs.length === 1 ? "" : "s"}`, lit,
-                 note: pairs.length ? "Each lit dL/dW tap gets x\u00b7dy from it (written on the tap)." : lostNote() };
-      }
-      if (a.panel === "dy") {
-        for (const t of core.windowTerms(g, a.r, a.c)) {
-          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
-          const xv = t.pad ? 0 : this.value("x", t.ih, t.iw);
-          lit.push({ panel: "dw", r: t.kh, c: t.kw, ch: a.ch, cls: "cvz-target", product: xv * v });
-        }
-        return { title: `${head}: its window of x, and what it adds to each tap`, lit, note: "" };
-      }
+      const note = sum.padReads ? `${sum.padReads} of its products read padding (0) and add nothing.`
+        : sum.terms.length ? "" : (role === "input" ? lostNote() : "");
+      return { title: `${head}: the sum of ${sum.terms.length} product${sum.terms.length === 1 ? "" : "s"}`, lit, note,
+               sum: { lhs: this.cellName(f.panel, f.a || 0, f.b || 0, f.r, f.c), terms: sum.terms, groups: sum.groups,
+                      groupedBy: sum.groupedBy, value: v } };
     }
-    if (op === "forward") {
-      if (a.panel === "y") {
-        let padReads = 0;
-        const terms = [];
-        for (const t of core.windowTerms(g, a.r, a.c)) {
-          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
-          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
-          if (t.pad) { padReads++; continue; }
-          terms.push({ a: sym("x", t.ih, t.iw, 0), b: sym("w", t.kh, t.kw, 0), va: this.value("x", t.ih, t.iw), vb: this.value("w", t.kh, t.kw) });
-        }
-        return { title: `${head}: its window of x times W`, lit,
-                 note: padReads ? `${padReads} taps read padding (0) and add nothing.` : "",
-                 sum: { lhs: sym("y", a.r, a.c, 0), terms, value: v } };
-      }
-      if (a.panel === "x") {
-        const pairs = core.cellTerms(g, a.r, a.c);
-        for (const t of pairs) {
-          lit.push({ panel: "w", r: t.kh, c: t.kw, cls: "cvz-in" });
-          lit.push({ panel: "y", r: t.oh, c: t.ow, cls: "cvz-target", product: v * this.value("w", t.kh, t.kw) });
-        }
-        return { title: `${head} feeds ${pairs.length} output cell${pairs.length === 1 ? "" : "s"}`, lit,
-                 note: pairs.length ? "Each lit y cell gets x\u00b7W from it (written on the cell)." : lostNote() };
-      }
-      if (a.panel === "w") {
-        for (const t of core.tapTerms(g, a.r, a.c)) {
-          lit.push({ panel: "x", r: t.ih, c: t.iw, cls: "cvz-in" });
-          lit.push({ panel: "y", r: t.oh, c: t.ow, cls: "cvz-target", product: (t.pad ? 0 : this.value("x", t.ih, t.iw)) * v });
-        }
-        return { title: `${head}: the input lattice this tap reads`, lit, note: "" };
-      }
+    // a given cell: each link multiplies it by one cell of the other given tensor into one result cell
+    const other = rec.given.find((r) => r !== role);
+    let dropped = 0;
+    const targets = new Set();
+    for (const link of links) {
+      const product = v * valueAt(link, other); // 0 where the other factor is padding
+      lit.push(cellOf(link, other, "cvz-in"));
+      lit.push(cellOf(link, rec.result, "cvz-target", { product }));
+      if (link.pad && rec.result === "input") dropped++;
+      else targets.add(link[rec.result].join(","));
     }
-    return { title: head, lit, note: "" };
+    const resultSym = PANEL_SYMBOL[panelOf[rec.result]];
+    const notes = [];
+    if (links.length) notes.push(`Each lit ${resultSym} cell gets ${PANEL_SYMBOL[f.panel]}\u00b7${PANEL_SYMBOL[panelOf[other]]} from it (written on the cell).`);
+    if (dropped) notes.push(`${dropped} of the products land on ${rec.transposed ? "cropped rows or columns" : "padding"} and are dropped.`);
+    if (!links.length && role === "input") notes.push(lostNote());
+    return { title: `${head} reaches ${targets.size} ${resultSym} cell${targets.size === 1 ? "" : "s"}`, lit, note: notes.join(" ") };
   }
 
   // -- walking the computation ----------------------------------------------------
@@ -792,8 +796,8 @@ class ExplorerView {
     if (!output) return [];
     const t = tensors[output];
     const list = [];
-    for (let ch = 0; ch < t.channels; ch++)
-      for (let r = 0; r < t.rows; r++) for (let c = 0; c < t.cols; c++) list.push({ panel: output, ch, r, c, pad: false });
+    for (const [a, b] of this.planes(t))
+      for (let r = 0; r < t.rows; r++) for (let c = 0; c < t.cols; c++) list.push({ panel: output, a, b, r, c, pad: false });
     return list;
   }
 
@@ -802,7 +806,7 @@ class ExplorerView {
     if (!list.length) return;
     this.playIndex = (this.playIndex + 1) % list.length;
     list.forEach((cell, i) => {
-      const el = this.cells.get(cellKey(cell.panel, cell.ch, cell.r, cell.c));
+      const el = this.cells.get(cellKey(cell.panel, cell.a, cell.b, cell.r, cell.c));
       if (el) el.classList.toggle("cvz-pending", i > this.playIndex);
     });
     this.root.classList.add("cvz-walking");

@@ -69,8 +69,14 @@ class Explorer(anywidget.AnyWidget):
     pad_bottom = _trait("pad_bottom")
     pad_left = _trait("pad_left")
     pad_right = _trait("pad_right")
+    output_padding_h = _trait("output_padding_h")
+    output_padding_w = _trait("output_padding_w")
     op = _trait("op")
+    in_channels = _trait("in_channels")
+    out_channels = _trait("out_channels")
+    groups = _trait("groups")
     multiplier = _trait("multiplier")
+    batch = _trait("batch")
     seed = _trait("seed")
     values = _trait("values")
     theme = _trait("theme")
@@ -130,9 +136,12 @@ class Explorer(anywidget.AnyWidget):
 def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Explorer:
     """Open the explorer: point at a number and see the cells and the worked sum that make it.
 
-    Three ops, each a row of numbered panels: ``"input_grad"`` (W and dL/dy give
-    dL/dx), ``"depthwise_filter_grad"`` (x and dL/dy give the depthwise dL/dW, with a channel
-    multiplier) and ``"forward"`` (x and W give y).  Hover or focus a cell to light up
+    Every op of convviz, each a row of numbered panels (its two given tensors, then
+    its result), named by its public function: ``"conv2d"`` (x and W give y),
+    ``"conv2d_backprop_input"`` (W and dL/dy give dL/dx), ``"conv2d_backprop_filter"``
+    (x and dL/dy give dL/dW), their depthwise forms, and ``"conv_transpose2d"``
+    (PyTorch's arguments: the input gradient of the convolution going the other way).
+    Channels, groups and a batch of 2 are drawn plane by plane.  Hover or focus a cell to light up
     the cells that make it or that it reaches, with the worked sum written out; click
     or Enter pins it, arrow keys move, Escape clears; play walks the output cell by
     cell.  Every control changes one parameter (rows and columns separately).  In
@@ -145,17 +154,27 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
         (``x`` and ``dy`` in ``data_format``, batch 0; ``W`` as HWIO), one channel
         picked by ``channel``.  ``x`` fixes the input size and ``W`` the kernel size;
         ``dy`` must have the output's shape.
-    op : {"input_grad", "depthwise_filter_grad", "forward"}, optional
-        Default: what the arrays given make, else ``"input_grad"``.  The old name
-        ``"filter_grad"`` still means ``"depthwise_filter_grad"`` (with a DeprecationWarning).
+    op : str, optional
+        The public name of an op (``convviz.explorer.OPS``).  Default: what the arrays
+        given make, else ``"conv2d_backprop_input"``.  The first explorer's names
+        ``"input_grad"``, ``"forward"`` and ``"depthwise_filter_grad"`` still work;
+        ``"filter_grad"`` (the depthwise filter gradient) with a DeprecationWarning.
     input, kernel, stride, dilation : int, (int, int) or "HxW", optional
         Sizes and steps, rows and columns (defaults 6, 3, 2, 1).
-    padding : {"SAME", "VALID", "EXPLICIT"}, optional
-        TensorFlow padding (default ``"SAME"``; ``"EXPLICIT"`` when ``pads`` is given).
+    padding : {"SAME", "VALID", "EXPLICIT"}, int or (int, int), optional
+        TensorFlow padding (default ``"SAME"``; ``"EXPLICIT"`` when ``pads`` is given),
+        or PyTorch's (``conv_transpose2d``): rows and columns cut from each side.
     pads : (int, int, int, int), optional
         Explicit pads (top, bottom, left, right).
+    output_padding : int, (int, int) or "HxW", optional
+        ``conv_transpose2d``: rows (columns) added after the scatter, below
+        ``max(stride, dilation)``.
+    in_channels, out_channels, groups : int, optional
+        Channels (1 to 4 each) and groups dividing both (dense ops and ``conv_transpose2d``).
     multiplier : int, optional
-        Depthwise channel multiplier (``depthwise_filter_grad``), 1 to 4.
+        Depthwise channel multiplier (the depthwise ops), 1 to 4.
+    batch : int, optional
+        Images, 1 or 2 (a filter gradient sums over them).
     seed : int, optional
         Seed of the example numbers.
     values : {"integers", "decimals"}, optional

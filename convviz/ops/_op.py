@@ -120,9 +120,10 @@ class Op:
     tf_examples : str
         The raw op's Examples section (with its heading); without one, the raw op
         gets an example that compares it with the op.
-    explorer : str or None
-        The op's id in the explorer (``convviz.explorer``), where it has one:
-        its panels and their shapes follow from the roles of its arguments.
+    explorer_aliases : tuple of str
+        Short names the first explorer (``convviz.explorer``) gave the op, still
+        accepted there as ``op=``; every op is an explorer mode by its ``name``,
+        its panels and their shapes following from the roles of its arguments.
     fast_dtypes : tuple of numpy.dtype
         The dtypes with a ``precision="fast"`` CPU kernel (the plan is then
         built as ``plan(call, fast=True)``; ``prepare`` and ``compute`` decide
@@ -150,7 +151,7 @@ class Op:
     tf_notes: str = ""
     tf_examples: str = ""
     fast_dtypes: tuple[np.dtype, ...] = ()
-    explorer: str | None = None
+    explorer_aliases: tuple[str, ...] = ()
     tensors: tuple[str, ...] = field(init=False)
     result_role: str = field(init=False)
     result: str = field(init=False)

@@ -136,7 +136,7 @@ def plan_on_gpu(call: Call) -> GpuPlan:
 
 OP = Op.of_module(
     globals(), name="depthwise_conv2d_native_backprop_filter", tf_name="DepthwiseConv2dNativeBackpropFilter",
-    explorer="depthwise_filter_grad",
+    explorer_aliases=("depthwise_filter_grad", "filter_grad"),
     args=("input", "filter_sizes", "out_backprop"), dtypes=v.FLOAT_DTYPES, depthwise=True,
     tf_notes="""\
 Unlike TensorFlow's CPU kernel, dilations are honoured and row and column

@@ -87,7 +87,7 @@ def reference_sum(g: ConvGeometry, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 OP = Op.of_module(
     globals(), name="conv2d", tf_name="Conv2D",
-    explorer="forward",
+    explorer_aliases=("forward",),
     args=("input", "filter"), dtypes=v.FLOAT_AND_INT32_DTYPES, depthwise=False,
     tf_attrs=("use_cudnn_on_gpu",),
 )

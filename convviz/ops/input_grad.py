@@ -249,7 +249,7 @@ def reference_sum(g: ConvGeometry, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
 
 OP = Op.of_module(
     globals(), name="conv2d_backprop_input", tf_name="Conv2DBackpropInput",
-    explorer="input_grad",
+    explorer_aliases=("input_grad",),
     args=("input_sizes", "filter", "out_backprop"), dtypes=v.FLOAT_AND_INT32_DTYPES, depthwise=False,
     hw_sizes=True,
     tf_attrs=("use_cudnn_on_gpu",),

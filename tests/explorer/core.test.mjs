@@ -40,6 +40,42 @@ test("the input gradient is the adjoint of the forward pass", () => {
   assert.equal(dot(y, dy), dot(x, dx));
 });
 
+test("with channels, groups and batch, all three results are one bilinear form", () => {
+  // <y, dy> = <x, dx> = <W, dW>: the three ops sum the same links.
+  for (const [op, extra] of [["conv2d", { in_channels: 4, out_channels: 2, groups: 2, batch: 2 }],
+                             ["depthwise_conv2d_native", { in_channels: 3, multiplier: 2, batch: 2 }]]) {
+    const p = { op, input_h: 6, input_w: 5, kernel_h: 3, kernel_w: 2, stride_h: 2, stride_w: 1, padding: "SAME", seed: 9, ...extra };
+    const g = core.geometry(p);
+    const shape = (role) => core.roleShape(g, role);
+    const make = (role, salt) => { const [a, b, r, c] = shape(role); return core.exampleTensor(2, salt, r, c, b, "integers", a); };
+    const x = make("input", 1), w = make("filter", 2), dy = make("output", 3);
+    const dot = (a, b) => a.data.reduce((s, v, i) => s + v * b.data[i], 0);
+    const y = core.computeResult(g, { input: x, filter: w });
+    const dx = core.inputGrad(g, w, dy), dw = core.filterGrad(g, x, dy);
+    assert.equal(dot(y, dy), dot(x, dx), op);
+    assert.equal(dot(y, dy), dot(w, dw), op);
+  }
+});
+
+test("conv_transpose2d is PyTorch's: sizes, output_padding's rows, weight layout", () => {
+  const p = { op: "conv_transpose2d", input_h: 3, input_w: 3, kernel_h: 3, kernel_w: 3, stride_h: 2, stride_w: 2,
+              pad_top: 1, pad_left: 0, output_padding_h: 1, in_channels: 2, out_channels: 4, groups: 2 };
+  const g = core.geometry(p);
+  assert.deepEqual([g.rows.input, g.cols.input], [(3 - 1) * 2 - 2 + 2 + 1 + 1, 7]);
+  assert.deepEqual([g.rows.out, g.cols.out], [3, 3]);
+  assert.deepEqual(core.roleShape(g, "filter"), [2, 2, 3, 3]); // (out per group, in) planes
+  assert.deepEqual(core.tensorIndex(g, "filter", [1, 0, 2, 1]), [0, 1, 2, 1]); // (C_in, C_out / groups, kH, kW)
+  assert.deepEqual(core.opPanels("conv_transpose2d").layout, ["x", "w", "y"]);
+  const q = core.parseQuery(core.toQuery(p));
+  assert.deepEqual([q.pad_top, q.pad_bottom, q.pad_left, q.output_padding_h, q.output_padding_w], [1, 1, 0, 1, 0]);
+  assert.match(core.toQuery(p), /padding=1x0&output_padding=1x0/);
+  assert.match(core.geometry({ ...p, output_padding_h: 2 }).error, /output_padding must be smaller/);
+  // padding 0, output_padding 1: the last row lies past the scatter, and the words say so
+  const lost = core.geometry({ ...p, pad_top: 0 });
+  assert.deepEqual(lost.rows.lost, [lost.rows.input - 1]);
+  assert.match(core.lostReason(lost, "rows", lost.rows.input - 1), /output_padding 1/);
+});
+
 test("the hash is fixed (Python mirrors these values)", () => {
   // Pinned: changing the hash changes every example in every course that links a seed.
   assert.deepEqual([0, 1, 2, 3].map((i) => core.hash32(0, 1, i)), [3338833744, 273988755, 81517689, 741570629]);
@@ -52,24 +88,25 @@ test("the hash is fixed (Python mirrors these values)", () => {
 
 test("the URL query round-trips and bad values fall back to defaults", () => {
   const p = core.normalize({ input_h: 7, input_w: 9, stride_h: 2, stride_w: 3, padding: "EXPLICIT",
-                             pad_top: 1, pad_bottom: 0, pad_left: 2, pad_right: 1, op: "depthwise_filter_grad", multiplier: 2, seed: 5 });
+                             pad_top: 1, pad_bottom: 0, pad_left: 2, pad_right: 1, op: "depthwise_conv2d_native_backprop_filter", multiplier: 2, seed: 5 });
   assert.deepEqual(core.normalize(core.parseQuery(core.toQuery(p))), p);
   const q = core.parseQuery("?input=5&kernel=2x4&padding=valid&op=nonsense&stride=999");
   assert.deepEqual([q.input_h, q.input_w, q.kernel_h, q.kernel_w, q.padding, q.op, q.stride_h],
-                   [5, 5, 2, 4, "VALID", "input_grad", 6]);
+                   [5, 5, 2, 4, "VALID", "conv2d_backprop_input", 6]);
 });
 
-test("the old op name filter_grad still opens the depthwise filter gradient", () => {
-  assert.deepEqual(core.OP_ALIASES, { filter_grad: "depthwise_filter_grad" });
+test("the first explorer's short op names still open their ops", () => {
+  assert.deepEqual(core.OP_ALIASES, { forward: "conv2d", input_grad: "conv2d_backprop_input",
+    depthwise_filter_grad: "depthwise_conv2d_native_backprop_filter", filter_grad: "depthwise_conv2d_native_backprop_filter" });
   const q = core.parseQuery("?op=filter_grad&multiplier=2");
-  assert.deepEqual([q.op, q.multiplier], ["depthwise_filter_grad", 2]);
-  assert.equal(core.normalize({ op: "filter_grad" }).op, "depthwise_filter_grad");
-  assert.match(core.toQuery(q), /op=depthwise_filter_grad&multiplier=2/);
+  assert.deepEqual([q.op, q.multiplier], ["depthwise_conv2d_native_backprop_filter", 2]);
+  assert.equal(core.normalize({ op: "forward" }).op, "conv2d");
+  assert.match(core.toQuery(q), /op=depthwise_conv2d_native_backprop_filter&multiplier=2/);
   const old = core.compute({ op: "filter_grad", multiplier: 2, seed: 3 });
-  const now = core.compute({ op: "depthwise_filter_grad", multiplier: 2, seed: 3 });
+  const now = core.compute({ op: "depthwise_conv2d_native_backprop_filter", multiplier: 2, seed: 3 });
   assert.equal(old.output, "dw");
   assert.deepEqual(old.tensors.dw, now.tensors.dw);
-  assert.ok(!core.OPS.includes("filter_grad"));
+  for (const alias of Object.keys(core.OP_ALIASES)) assert.ok(!core.OPS.includes(alias));
 });
 
 test("text on any palette colour meets WCAG AA (4.5:1)", () => {
