@@ -87,7 +87,9 @@ def query(p: dict[str, Any]) -> str:
     q = {"input": f"{p['input_h']}x{p['input_w']}", "kernel": f"{p['kernel_h']}x{p['kernel_w']}",
          "stride": f"{p['stride_h']}x{p['stride_w']}", "dilation": f"{p['dilation_h']}x{p['dilation_w']}",
          "padding": p["padding"], "pads": ",".join(str(p[n]) for n in PAD_NAMES), "op": p["op"],
-         "multiplier": p["multiplier"], "seed": p["seed"], "values": p["values"], "theme": p["theme"]}
+         "multiplier": p["multiplier"], "seed": p["seed"], "values": p["values"], "theme": p["theme"],
+         "in_channels": p["in_channels"], "out_channels": p["out_channels"], "groups": p["groups"],
+         "batch": p["batch"], "output_padding": f"{p['output_padding_h']}x{p['output_padding_w']}"}
     return "?" + urlencode(q, safe=",")
 
 
@@ -808,4 +810,64 @@ def test_a_committed_number_control_shows_the_value_in_use(pages):
     page.fill('[name="input_w"]', "")
     page.keyboard.press("Tab")
     assert page.input_value('[name="input_w"]') == "8"
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Channels, groups and batch
+
+
+def _index_cells(page, panel: str) -> dict[tuple[int, ...], float]:
+    """``{data-index: value}`` of every numbered cell of a panel (hidden planes included)."""
+    got = page.eval_on_selector_all(
+        f'[data-panel="{panel}"][data-index]', "els => els.map(e => [e.dataset.index, e.dataset.value])")
+    return {tuple(int(v) for v in index.split(",")): float(value) for index, value in got}
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backprop_filter", "depthwise_conv2d_native_backprop_input",
+                                "conv_transpose2d"])
+def test_every_cell_of_every_plane_has_its_index_in_the_ops_tensor(pages, op):
+    """data-index is the cell's index in the array convviz takes or returns (NHWC, HWIO, [kh, kw, c, m];
+    NCHW and (C_in, C_out / groups, kH, kW) for conv_transpose2d), for every plane, shown or not."""
+    p = setting(op=op, input_h=5, input_w=4, kernel_h=3, kernel_w=2, stride_h=2, stride_w=1, in_channels=4,
+                out_channels=2, groups=2, multiplier=2, batch=2, seed=7, padding="SAME")
+    if op == "conv_transpose2d":
+        p.update(padding="EXPLICIT", pad_top=1, pad_bottom=1, output_padding_h=1)
+    ref = compute(p)
+    page = open_setting(pages, p)
+    for name, array in ref.arrays.items():
+        shown = _index_cells(page, name)
+        assert len(shown) == array.size, name
+        for index, value in shown.items():
+            assert value == array[index], (name, index)
+    pages.check_offline()
+
+
+def test_a_grouped_filter_is_drawn_block_diagonal_and_its_tabs_choose_planes(pages):
+    p = setting(op="conv2d", input_h=16, input_w=16, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
+                in_channels=4, out_channels=4, groups=2, seed=2)
+    page = open_setting(pages, p)
+    blocks = page.eval_on_selector_all('[data-panel-box="w"] .cvz-block',
+                                       "els => els.map(e => e.classList.contains('cvz-unlinked'))")
+    # 4 x 4 blocks, x channel c feeds y channel o only within a group: 2 blocks of 2 x 2
+    assert len(blocks) == 16
+    linked = [[not blocks[r * 4 + c] for c in range(4)] for r in range(4)]
+    assert linked == [[r // 2 == c // 2 for c in range(4)] for r in range(4)]
+    visible = 'els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.planeBox)'
+    assert page.eval_on_selector_all('[data-panel-box="y"] [data-plane-box]', visible) == ["0,0"]
+    page.click('[data-panel-tab="y"][data-plane-tab="0,3"]')
+    assert page.eval_on_selector_all('[data-panel-box="y"] [data-plane-box]', visible) == ["0,3"]
+    # y[0, 5, 5, 3] sums channels 2 and 3 of x: x and W turn to planes that hold its terms
+    page.hover('[data-panel="y"][data-row="5"][data-col="5"][data-plane="0,3"]')
+    s = sum_state(page)
+    ref = compute(p)
+    assert float(s["value"]) == ref.arrays["y"][0, 5, 5, 3]
+    assert "18 terms through 2 channels" in s["text"]
+    assert page.eval_on_selector_all('[data-panel-box="x"] [data-plane-box]', visible) == ["0,2"]
+    lit_x = page.eval_on_selector_all('[data-panel="x"].cvz-in', "els => els.map(e => e.dataset.plane)")
+    assert sorted(set(lit_x)) == ["0,2", "0,3"] and len(lit_x) == 18
+    badges = page.eval_on_selector_all('[data-panel-tab="x"].cvz-has-lit', "els => els.map(e => e.dataset.planeTab)")
+    assert badges == ["0,2", "0,3"]
+    page.click('[name="planes"]')  # every plane stacked
+    assert len(page.eval_on_selector_all('[data-panel-box="y"] [data-plane-box]', visible)) == 4
     pages.check_offline()

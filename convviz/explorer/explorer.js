@@ -94,6 +94,8 @@ class ExplorerView {
     this.playIndex = -1;
     this.timer = null;
     this.speed = 2;
+    this.shownPlanes = {}; // panel -> "a,b": the plane a panel shows when it shows one at a time
+    this.planeMode = "auto"; // "auto", "all" or "one": the planes button's choice
     this.unsubscribe = [];
     this.build();
     this.refresh();
@@ -149,7 +151,14 @@ class ExplorerView {
       this.speed = Number(this.controls.speed.value);
       if (this.timer) { this.pause(); this.play(); }
     });
+    this.controls.planes.addEventListener("click", () => {
+      this.planeMode = this.onePlane ? "all" : "one";
+      this.structure = null; // the panels' DOM depends on it
+      this.renderPanels();
+      this.restoreFocus();
+    });
     const p = this.panelsEl;
+    p.addEventListener("click", (e) => this.onPlaneChoice(e));
     p.addEventListener("mouseover", (e) => this.onPointer(e));
     p.addEventListener("mouseleave", () => { this.hovered = null; this.showActive(); });
     p.addEventListener("focusin", (e) => this.onPointer(e));
@@ -180,7 +189,8 @@ class ExplorerView {
     return `<div class="cvz-walk" role="group" aria-label="walk through the output">
       <button type="button" name="play" aria-pressed="false">\u25b6 play</button>
       <button type="button" name="step">step \u2192</button>
-      <select name="speed" aria-label="speed">${speeds}</select></div>`;
+      <select name="speed" aria-label="speed">${speeds}</select>
+      <button type="button" name="planes" aria-pressed="false" hidden>one channel at a time</button></div>`;
   }
 
   listen() {
@@ -367,6 +377,7 @@ class ExplorerView {
     }
     this.structure = structure;
     this.size = cellSize;
+    this.choosePlaneMode(g, tensors);
     this.panelsEl.style.setProperty("--cell", `${this.size}px`);
     this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(this.size * 0.4))}px`);
     const keys = []; // cell keys in document order: no querying and parsing of 1000s of cells after
@@ -378,6 +389,117 @@ class ExplorerView {
     const elements = this.panelsEl.getElementsByClassName("cvz-cell");
     for (let i = 0; i < keys.length; i++) this.cells.set(keys[i], elements[i]);
     this.cellMap = this.cells;
+  }
+
+  // All planes stacked while they stay short enough to scan; beyond that (or when asked)
+  // one plane per panel, chosen with its tabs or the filter's block matrix.
+  choosePlaneMode(g, tensors) {
+    let most = 1, tallest = 0;
+    for (const panel of core.opPanels(this.params.op).layout) {
+      const t = tensors[panel];
+      most = Math.max(most, t.batch * t.channels);
+      tallest = Math.max(tallest, t.batch * t.channels * (t.rows + 2));
+    }
+    const auto = most > 4 || tallest > 44;
+    this.onePlane = most > 1 && (this.planeMode === "one" || (this.planeMode === "auto" && auto));
+    const button = this.controls.planes;
+    button.hidden = most === 1;
+    button.textContent = this.onePlane ? "show all channels" : "one channel at a time";
+    button.setAttribute("aria-pressed", String(this.onePlane));
+    for (const panel of core.opPanels(this.params.op).layout) {
+      const t = tensors[panel];
+      const [a, b] = (this.shownPlanes[panel] || "0,0").split(",").map(Number);
+      if (!(a < t.batch && b < t.channels)) this.shownPlanes[panel] = "0,0";
+    }
+  }
+
+  // A click on a plane's tab or filter block: show that plane (one at a time), or
+  // scroll to it (all stacked).
+  onPlaneChoice(e) {
+    const button = e.target.closest("[data-plane-tab]");
+    if (!button || !this.panelsEl.contains(button)) return;
+    this.showPlane(button.dataset.panelTab, button.dataset.planeTab, true);
+  }
+
+  showPlane(panel, plane, scroll = false) {
+    this.shownPlanes[panel] = plane;
+    const box = this.panelsEl.querySelector(`[data-panel-box="${panel}"]`);
+    if (!box) return;
+    for (const el of box.querySelectorAll("[data-plane-box]"))
+      el.classList.toggle("cvz-collapsed", this.onePlane && el.dataset.planeBox !== plane);
+    for (const el of box.querySelectorAll("[data-plane-tab]")) el.setAttribute("aria-selected", String(el.dataset.planeTab === plane));
+    if (scroll && !this.onePlane) {
+      const target = box.querySelector(`[data-plane-box="${plane}"]`);
+      if (target && target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  // Where a filter plane (a, b) sits in the channel matrix: the channel of x it reads and
+  // the channel of the result's activation (y, or dx for an input gradient) it feeds.
+  filterBlock(a, b) {
+    const ch = this.result.g.channels;
+    if (ch.depthwise) return [a, a * ch.multiplier + b];
+    const ci = Math.floor(b / ch.outPerGroup) * ch.inPerGroup + a;
+    return this.result.g.record.transposed ? [b, ci] : [ci, b];
+  }
+
+  // The plane chooser of a panel with several planes: tabs (image, channel) for an
+  // activation; for a filter, its block matrix (x's channels down, the other activation's
+  // across), where a grouped or depthwise filter is visibly block-diagonal.
+  planeChooser(panel, t, role) {
+    const tab = (a, b, label, extra = "") =>
+      `<button type="button" class="cvz-tab${extra}" role="tab" data-panel-tab="${panel}" data-plane-tab="${a},${b}"` +
+      ` aria-selected="${(this.shownPlanes[panel] || "0,0") === `${a},${b}`}" title="${esc(this.planeLabel(panel, a, b))}">${label}<span class="cvz-badge"></span></button>`;
+    if (role !== "filter") {
+      const tabs = this.planes(t).map(([a, b]) => tab(a, b, t.batch > 1 ? `n${a} c${b}` : `c${b}`)).join("");
+      return `<div class="cvz-tabs" role="tablist" aria-label="${PANEL_SYMBOL[panel]} planes">${tabs}</div>`;
+    }
+    const g = this.result.g, ch = g.channels;
+    const [rowsN, colsN] = g.record.transposed ? [ch.convOut, ch.convIn] : [ch.convIn, ch.convOut];
+    const at = new Map(this.planes(t).map(([a, b]) => [this.filterBlock(a, b).join(","), [a, b]]));
+    const [from, to] = g.record.transposed ? ["x", "y"] : ["x", g.record.result === "input" ? "dx" : "y"];
+    let cells = `<div class="cvz-matrix-corner">${from}\\${to === "dx" ? "dy" : to}</div>`;
+    for (let c = 0; c < colsN; c++) cells += `<div class="cvz-matrix-head">${c}</div>`;
+    for (let r = 0; r < rowsN; r++) {
+      cells += `<div class="cvz-matrix-head">${r}</div>`;
+      for (let c = 0; c < colsN; c++) {
+        const plane = at.get(`${r},${c}`);
+        cells += plane ? tab(plane[0], plane[1], "", " cvz-block")
+          : `<div class="cvz-block cvz-unlinked" title="no weight: channel ${r} does not feed channel ${c}"></div>`;
+      }
+    }
+    const groups = ch.depthwise ? "depthwise: one group per channel" : `${ch.groups} group${ch.groups === 1 ? "" : "s"}`;
+    return `<div class="cvz-matrix-box"><div class="cvz-matrix" role="tablist" aria-label="W planes: ${groups}"` +
+      ` style="grid-template-columns: auto repeat(${colsN}, 1.6em)">${cells}</div>` +
+      `<div class="cvz-matrix-note">${esc(groups)}</div></div>`;
+  }
+
+  // One plane at a time: the focused (hovered, pinned or walked) cell's plane is shown, and
+  // each other panel whose shown plane holds none of its lit cells turns to the first plane
+  // that does (planes of one panel have one size: nothing moves under the pointer).
+  followPin(f, lit) {
+    this.showPlane(f.panel, `${f.a || 0},${f.b || 0}`);
+    for (const panel of core.opPanels(this.params.op).layout) {
+      if (panel === f.panel) continue;
+      const planes = lit.filter((h) => h.panel === panel).map((h) => `${h.a || 0},${h.b || 0}`);
+      if (planes.length && !planes.includes(this.shownPlanes[panel] || "0,0")) this.showPlane(panel, planes[0]);
+    }
+  }
+
+  // Each chooser's tab shows how many lit cells its plane holds (those of a hidden plane
+  // are lit all the same).
+  markPlanes(lit) {
+    const counts = new Map();
+    for (const h of lit) {
+      const key = `${h.panel}|${h.a || 0},${h.b || 0}`;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+    for (const el of this.panelsEl.querySelectorAll("[data-plane-tab]")) {
+      const n = counts.get(`${el.dataset.panelTab}|${el.dataset.planeTab}`) || 0;
+      el.classList.toggle("cvz-has-lit", n > 0);
+      const badge = el.querySelector(".cvz-badge");
+      if (badge) badge.textContent = n && !el.classList.contains("cvz-block") ? ` ${n}` : "";
+    }
   }
 
   // The size estimate ignores captions and gaps: if the row of panels wrapped, shrink the
@@ -537,9 +659,11 @@ class ExplorerView {
       }
       const name = this.planeLabel(panel, a, b);
       const label = several ? `<div class="cvz-channel">${esc(name)}</div>` : "";
-      planes.push(`<div class="cvz-plane">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${several ? ` ${esc(name)}` : ""}"` +
+      const hidden = this.onePlane && (this.shownPlanes[panel] || "0,0") !== `${a},${b}` ? " cvz-collapsed" : "";
+      planes.push(`<div class="cvz-plane${hidden}" data-plane-box="${a},${b}">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${several ? ` ${esc(name)}` : ""}"` +
         ` style="grid-template-columns: var(--idx) repeat(${cols}, var(--cell)) auto">${cells}</div></div>`);
     }
+    const chooser = several ? this.planeChooser(panel, t, role) : "";
     const legend = `<div class="cvz-legend" aria-label="colour scale from ${-vmax} to ${vmax}">
         <span>${core.formatNumber(-vmax)}</span>
         <span class="cvz-ramp" style="background:linear-gradient(to right, ${stops.join(", ")})"></span>
@@ -552,7 +676,7 @@ class ExplorerView {
     });
     return `<figure class="cvz-panel" data-panel-box="${panel}"><figcaption><b>${esc(sym)}</b> ${esc(words)}` +
       `<span class="cvz-shape">${several ? shape.join("\u00d7") : `${t.rows}\u00d7${t.cols}`}</span></figcaption>${caption}` +
-      `<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
+      `${chooser}<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
   }
 
   // Swap in the kernel's numbers when Python's reply is for the setting on screen.
@@ -679,7 +803,9 @@ class ExplorerView {
     this.sumEl.hidden = !sum;
     this.sumEl.dataset.value = sum ? core.exactNumber(sum.value) : "";
     this.sumEl.innerHTML = sum ? this.sumHtml(sum) : "";
+    this.markPlanes(info ? info.lit : []);
     if (!info) return;
+    if (this.onePlane && a.panel) this.followPin(a, info.lit);
     // Products are written on the targets while they are few enough to read (a dy cell's
     // scatter); a tap lights a whole lattice, and writing hundreds of labels costs a layout.
     const products = info.lit.filter((h) => h.product !== undefined).length <= MAX_PRODUCT_LABELS;
