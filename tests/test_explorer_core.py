@@ -11,15 +11,20 @@ in CI it fails.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from convviz.explorer._setting import MODES, OP_ALIASES, OPS, PARAMS, defaults, example_tensor, hash32, input_shapes
+from convviz.explorer._setting import (MODES, OP_ALIASES, OPS, PARAMS, compute, defaults, example_tensor, hash32,
+                                      input_shapes)
 from explorer_cases import CASES, DENSE, DEPTHWISE, check_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,3 +123,51 @@ def test_python_values_mirror_the_hash():
     assert set(ints.ravel()) <= {-2.0, -1.0, 1.0, 2.0, 3.0}
     decimals = example_tensor(3, 1, 10, 10, 1, "decimals")
     assert (decimals != 0).all() and (abs(decimals) <= 0.9).all()
+
+
+# Every op, channels, groups, batch, explicit pads, dilation, output_padding: one setting in 6.
+CODE_CASES = [c for c in CASES[::6]]
+
+
+@pytest.fixture(scope="module")
+def exported_code():
+    node = _need_node()
+    run = subprocess.run([node, str(ROOT / "tests" / "explorer" / "code.mjs")], input=json.dumps(CODE_CASES),
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _run_exported(code: dict[str, str]) -> np.ndarray:
+    namespace: dict[str, Any] = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code["code"], "<exported>", "exec"), namespace)  # noqa: S102 - the page's own code, tested
+    return np.asarray(namespace[code["result"]])
+
+
+def test_the_exported_convviz_code_computes_the_numbers_shown(exported_code):
+    ran = {op: 0 for op in OPS}
+    for params, code in zip(CODE_CASES, exported_code):
+        if code is None:
+            continue
+        ref = compute(params)
+        expected = ref.arrays[ref.output_panel]
+        got = _run_exported(code["convviz"])
+        np.testing.assert_array_equal(got, expected, err_msg=str(params))  # the same kernel, the same arrays
+        ran[params["op"]] += 1
+    assert min(ran.values()) >= 3, ran
+
+
+@pytest.mark.parametrize("lang", ["pytorch", "tensorflow"])
+def test_the_exported_peer_code_computes_the_numbers_shown(exported_code, lang):
+    pytest.importorskip({"pytorch": "torch", "tensorflow": "tensorflow"}[lang])
+    checked = 0
+    for params, code in zip(CODE_CASES, exported_code):
+        if code is None or code[lang].get("caveat"):  # TensorFlow may refuse it: the code says so
+            continue
+        ref = compute(params)
+        got = _run_exported(code[lang])
+        tol = 1e-12 if lang == "pytorch" else 1e-4  # TensorFlow's code runs in float32
+        np.testing.assert_allclose(got, ref.arrays[ref.output_panel], rtol=tol, atol=tol, err_msg=str(params))
+        checked += 1
+    assert checked >= 30, checked

@@ -19,6 +19,9 @@ It needs the ``playwright`` package (no browser download: it drives
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 import os
 import re
 from pathlib import Path
@@ -870,4 +873,42 @@ def test_a_grouped_filter_is_drawn_block_diagonal_and_its_tabs_choose_planes(pag
     assert badges == ["0,2", "0,3"]
     page.click('[name="planes"]')  # every plane stacked
     assert len(page.eval_on_selector_all('[data-panel-box="y"] [data-plane-box]', visible)) == 4
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# The code panel
+
+
+@pytest.mark.parametrize("op", EXPLORER_OPS)
+def test_the_code_panel_exports_what_computes_the_numbers_on_screen(pages, op):
+    """The page's convviz code (and PyTorch's, where installed), run here, gives the numbers it shows."""
+    p = setting(op=op, input_h=6, input_w=5, kernel_h=3, kernel_w=2, stride_h=2, stride_w=1, dilation_w=2,
+                in_channels=2, out_channels=4, groups=2, multiplier=2, batch=2, seed=12, values="decimals",
+                padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1)
+    if op == "conv_transpose2d":
+        p.update(pad_bottom=1, pad_right=2, output_padding_h=1)
+    page = open_setting(pages, p)
+    page.click(".cvz-code-box summary")
+    ref = compute(p)
+    shown = _index_cells(page, ref.output_panel)
+    langs = ["convviz"] + [lang for lang, module in (("pytorch", "torch"), ("tensorflow", "tensorflow"))
+                           if importlib.util.find_spec(module)]
+    for lang in langs:
+        page.select_option('[name="code_lang"]', lang)
+        pre = page.locator('[data-role="code"]')
+        assert pre.get_attribute("data-lang") == lang
+        if "# NOTE: TensorFlow's CPU" in pre.text_content():  # a setting TensorFlow's kernels may refuse
+            continue
+        namespace: dict[str, Any] = {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(pre.text_content(), namespace)  # noqa: S102 - what a user would paste
+        got = np.asarray(namespace[pre.get_attribute("data-result")])
+        tol = 1e-4 if lang == "tensorflow" else 1e-12
+        assert got.shape == ref.arrays[ref.output_panel].shape
+        for index, value in shown.items():
+            assert got[index] == pytest.approx(value, abs=tol), (lang, index)
+    page.click('[name="copy_code"]')
+    page.wait_for_function("() => document.querySelector('.cvz-copied').textContent !== ''", timeout=5000)
+    assert page.text_content(".cvz-copied") in ("copied", "select the code and copy it")
     pages.check_offline()

@@ -750,3 +750,162 @@ export function paletteRules(stops, prefix) {
 export function paletteStep(v, vmax) {
   return Math.round((0.5 + 0.5 * v / vmax) * PALETTE_STEPS);
 }
+
+// ---------------------------------------------------------------------------------
+// Code for what is on screen: the convviz, TensorFlow and PyTorch calls, with the arrays,
+// that compute the numbers shown.  Each defines the op's given tensors in its own layout
+// (tensorIndex) and leaves the result in the result panel's variable (y, dx or dW).
+
+export const CODE_LANGUAGES = ["convviz", "tensorflow", "pytorch"];
+const CODE_NAMES = { x: "x", w: "W", dy: "dy", dx: "dx", dw: "dW", y: "y" };
+const TF_NAMES = {
+  conv2d: "Conv2D", conv2d_backprop_input: "Conv2DBackpropInput", conv2d_backprop_filter: "Conv2DBackpropFilter",
+  depthwise_conv2d_native: "DepthwiseConv2dNative",
+  depthwise_conv2d_native_backprop_input: "DepthwiseConv2dNativeBackpropInput",
+  depthwise_conv2d_native_backprop_filter: "DepthwiseConv2dNativeBackpropFilter",
+};
+
+// A panel's tensor in its op's own layout: shape and values in that layout's row-major order.
+export function inLayout(g, role, t) {
+  const shape = tensorIndex(g, role, [t.batch, t.channels, t.rows, t.cols]);
+  const strides = [shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1];
+  const values = new Array(t.data.length);
+  for (let a = 0; a < t.batch; a++)
+    for (let b = 0; b < t.channels; b++)
+      for (let r = 0; r < t.rows; r++)
+        for (let c = 0; c < t.cols; c++) {
+          const index = tensorIndex(g, role, [a, b, r, c]);
+          values[index.reduce((s, v, i) => s + v * strides[i], 0)] = at(t, r, c, b, a);
+        }
+  return { shape, values };
+}
+
+function pyList(values, indent) {
+  const lines = [];
+  let line = "";
+  for (const v of values.map(exactNumber)) {
+    if (line.length + v.length + 2 > 92) { lines.push(line); line = ""; }
+    line += (line ? " " : "") + v + ",";
+  }
+  lines.push(line);
+  return "[\n" + lines.map((l) => indent + "    " + l).join("\n") + "\n" + indent + "]";
+}
+
+function arrayLine(name, g, role, t, dtype, comment) {
+  const { shape, values } = inLayout(g, role, t);
+  return `${name} = np.array(${pyList(values, "")}, dtype=np.${dtype}).reshape(${shape.join(", ")})  # ${comment}`;
+}
+
+// Where TensorFlow 2.21's CPU kernels may refuse a setting or return other numbers (which
+// depends on the path TensorFlow takes: oneDNN for SAME and VALID, its own kernels for
+// EXPLICIT): the TensorFlow code says so first.  Measured by running the exported code on
+// the cross-check's settings; tests/test_explorer_core.py holds that code without a caveat
+// equal to convviz.
+export function tensorflowCaveat(g) {
+  const p = g.params, rec = g.record;
+  if (rec.result === "output" && !rec.transposed) return null;
+  const dilated = p.dilation_h > 1 || p.dilation_w > 1;
+  if (rec.depthwise && dilated)
+    return "TensorFlow's CPU depthwise gradients may ignore dilations (other numbers than these) or refuse them";
+  if (rec.depthwise && p.stride_h !== p.stride_w)
+    return "TensorFlow's CPU depthwise gradients may refuse unequal strides (InvalidArgumentError)";
+  if (dilated) return "TensorFlow's CPU convolution gradients may refuse dilations > 1 (InvalidArgumentError)";
+  if (g.channels.groups > 1 && p.stride_h !== p.stride_w)
+    return "TensorFlow's CPU convolution gradients may refuse grouped convolution with unequal strides";
+  return null;
+}
+
+function layoutWords(g, role) {
+  return layoutNames(g, role).join(", ");
+}
+
+// The code, the variable holding the result, and the tensor layout it is in.
+export function codeFor(g, tensors, lang) {
+  const p = g.params, rec = g.record, { panelOf } = opPanels(p.op);
+  const R = g.rows, C = g.cols;
+  const resultName = CODE_NAMES[panelOf[rec.result]];
+  const lines = ["import numpy as np"];
+  const givenLines = (dtype) => rec.given.map((role) => arrayLine(CODE_NAMES[panelOf[role]], g, role,
+    tensors[panelOf[role]], dtype, layoutWords(g, role)));
+  const sizes = (role) => `[${tensorIndex(g, role, roleShape(g, role)).join(", ")}]`;
+  const pads = `[0, 0, ${R.before}, ${R.after}, ${C.before}, ${C.after}, 0, 0]`;
+  const tfWindow = `strides=[1, ${p.stride_h}, ${p.stride_w}, 1], padding="${p.padding}"` +
+    (p.padding === "EXPLICIT" ? `, explicit_paddings=${pads}` : "") +
+    (p.dilation_h !== 1 || p.dilation_w !== 1 ? `, dilations=[1, ${p.dilation_h}, ${p.dilation_w}, 1]` : "");
+  const args = { input: "x", filter: "W", output: "dy" };
+  const tfArgs = rec.transposed ? [] : (() => {
+    const names = rec.result === "input" ? ["input_sizes", "filter", "out_backprop"]
+      : rec.result === "filter" ? ["input", "filter_sizes", "out_backprop"] : ["input", "filter"];
+    return names.map((n) => n.endsWith("_sizes") ? sizes(rec.result) : args[{ input: "input", filter: "filter", out_backprop: "output" }[n]]);
+  })();
+  if (lang === "convviz") {
+    lines.push("import convviz", "", ...givenLines("float64"), "");
+    if (rec.transposed)
+      lines.push(`y = convviz.conv_transpose2d(x, W, stride=(${p.stride_h}, ${p.stride_w}), padding=(${p.pad_top}, ${p.pad_left}),` +
+        ` output_padding=(${p.output_padding_h}, ${p.output_padding_w}), groups=${p.groups}, dilation=(${p.dilation_h}, ${p.dilation_w}))`);
+    else lines.push(`${resultName} = convviz.${p.op}(${tfArgs.join(", ")}, ${tfWindow})`);
+    lines.push(`print(${resultName}.shape)  # ${layoutWords(g, rec.result)}`);
+    return { code: lines.join("\n") + "\n", result: resultName };
+  }
+  if (lang === "tensorflow") {
+    const caveat = tensorflowCaveat(g);
+    lines.push("import tensorflow as tf", "");
+    if (caveat) lines.push(`# NOTE: ${caveat} (TensorFlow 2.21; convviz computes it).`);
+    lines.push("# float32: TensorFlow's CPU kernels take dilations and groups in float32 only (through oneDNN)",
+      ...givenLines("float32"), "");
+    if (rec.transposed) {
+      const cropH = Math.max(0, -R.after), cropW = Math.max(0, -C.after);
+      const N = g.channels.batch;
+      lines.push("# conv_transpose2d is the input gradient of the convolution going the other way (NHWC, HWIO)",
+        `x_nhwc, W_hwio = tf.transpose(x, [0, 2, 3, 1]), tf.transpose(W, [2, 3, 1, 0])`,
+        `y = tf.raw_ops.Conv2DBackpropInput(input_sizes=[${N}, ${R.input - cropH}, ${C.input - cropW}, ${g.channels.convIn}],` +
+        ` filter=W_hwio, out_backprop=x_nhwc, strides=[1, ${p.stride_h}, ${p.stride_w}, 1], padding="EXPLICIT",` +
+        ` explicit_paddings=[0, 0, ${R.before}, ${Math.max(0, R.after)}, ${C.before}, ${Math.max(0, C.after)}, 0, 0],` +
+        ` dilations=[1, ${p.dilation_h}, ${p.dilation_w}, 1])`);
+      if (cropH || cropW) lines.push(`y = tf.pad(y, [[0, 0], [0, ${cropH}], [0, ${cropW}], [0, 0]])  # output_padding's rows no input reaches`);
+      lines.push("y = tf.transpose(y, [0, 3, 1, 2]).numpy()  # N, C, H, W");
+    } else {
+      const names = rec.result === "input" ? ["input_sizes", "filter", "out_backprop"]
+        : rec.result === "filter" ? ["input", "filter_sizes", "out_backprop"] : ["input", "filter"];
+      const kw = names.map((n, i) => `${n}=${tfArgs[i]}`).join(", ");
+      lines.push(`${resultName} = tf.raw_ops.${TF_NAMES[p.op]}(${kw}, ${tfWindow}).numpy()`);
+    }
+    lines.push(`print(${resultName}.shape)  # ${layoutWords(g, rec.result)}`);
+    return { code: lines.join("\n") + "\n", result: resultName, caveat };
+  }
+  // PyTorch: NCHW and (out, in / groups, kH, kW); TensorFlow's pads made explicit with F.pad,
+  // the gradients by autograd.
+  lines.push("import torch", "import torch.nn.functional as F", "", ...givenLines("float64"), "");
+  if (rec.transposed) {
+    lines.push("x, W = torch.from_numpy(x), torch.from_numpy(W)",
+      `y = F.conv_transpose2d(x, W, stride=(${p.stride_h}, ${p.stride_w}), padding=(${p.pad_top}, ${p.pad_left}),` +
+      ` output_padding=(${p.output_padding_h}, ${p.output_padding_w}), groups=${p.groups}, dilation=(${p.dilation_h}, ${p.dilation_w}))`,
+      "y = y.numpy()");
+    lines.push(`print(y.shape)  # ${layoutWords(g, rec.result)}`);
+    return { code: lines.join("\n") + "\n", result: "y" };
+  }
+  const ch = g.channels;
+  const [kh, kw] = [R.kernel, C.kernel];
+  const toTorchW = ch.depthwise ? `.reshape(${kh}, ${kw}, 1, ${ch.convOut}).permute(3, 2, 0, 1)` : ".permute(3, 2, 0, 1)";
+  lines.push(`def conv(x, W):  # NCHW; W: (out, in / groups, kH, kW)`,
+    `    x = F.pad(x, (${C.before}, ${C.after}, ${R.before}, ${R.after}))  # TensorFlow's ${p.padding} padding: left, right, top, bottom`,
+    `    return F.conv2d(x, W, stride=(${p.stride_h}, ${p.stride_w}), dilation=(${p.dilation_h}, ${p.dilation_w}), groups=${ch.groups})`,
+    "");
+  const nchw = (name) => `torch.from_numpy(${name}).permute(0, 3, 1, 2)`;
+  if (rec.result === "output") {
+    lines.push(`y = conv(${nchw("x")}, torch.from_numpy(W)${toTorchW})`, "y = y.permute(0, 2, 3, 1).numpy()  # back to NHWC");
+  } else if (rec.result === "input") {
+    const [n, h, w, c] = tensorIndex(g, "input", roleShape(g, "input"));
+    lines.push(`x = torch.zeros(${n}, ${c}, ${h}, ${w}, dtype=torch.float64, requires_grad=True)`,
+      `conv(x, torch.from_numpy(W)${toTorchW}).backward(${nchw("dy")})`,
+      "dx = x.grad.permute(0, 2, 3, 1).numpy()  # back to NHWC");
+  } else {
+    const shape = ch.depthwise ? `${ch.convOut}, 1, ${kh}, ${kw}` : `${ch.convOut}, ${ch.inPerGroup}, ${kh}, ${kw}`;
+    lines.push(`W = torch.zeros(${shape}, dtype=torch.float64, requires_grad=True)`,
+      `conv(${nchw("x")}, W).backward(${nchw("dy")})`,
+      ch.depthwise ? `dW = W.grad.permute(2, 3, 1, 0).reshape(${kh}, ${kw}, ${ch.convIn}, ${ch.multiplier}).numpy()  # [kh, kw, c, m]`
+        : "dW = W.grad.permute(2, 3, 1, 0).numpy()  # back to HWIO");
+  }
+  lines.push(`print(${resultName}.shape)  # ${layoutWords(g, rec.result)}`);
+  return { code: lines.join("\n") + "\n", result: resultName };
+}

@@ -128,6 +128,17 @@ class ExplorerView {
           <div class="cvz-note"></div>
           <div class="cvz-hint">Hover or tab to a number to see where it comes from. Click or Enter pins it;
             arrow keys move; Escape clears.</div>
+          <details class="cvz-code-box">
+            <summary>Code for what is on screen</summary>
+            <div class="cvz-code-bar">
+              <select name="code_lang" aria-label="language">
+                <option value="convviz">convviz</option><option value="tensorflow">TensorFlow</option>
+                <option value="pytorch">PyTorch</option></select>
+              <button type="button" name="copy_code">copy</button>
+              <span class="cvz-copied" role="status"></span>
+            </div>
+            <pre class="cvz-code" data-role="code" tabindex="0"></pre>
+          </details>
         </aside>
       </div>
       <footer class="cvz-source"></footer>`;
@@ -145,6 +156,10 @@ class ExplorerView {
         if (input.type === "number") input.addEventListener("input", handler);
       }
     }
+    this.codeBox = this.q(".cvz-code-box");
+    this.codeBox.addEventListener("toggle", () => this.renderCode());
+    this.controls.code_lang.addEventListener("change", () => this.renderCode());
+    this.controls.copy_code.addEventListener("click", () => this.copyCode());
     this.controls.play.addEventListener("click", () => (this.timer ? this.pause() : this.play()));
     this.controls.step.addEventListener("click", () => { this.pause(); this.step(); });
     this.controls.speed.addEventListener("change", () => {
@@ -267,6 +282,7 @@ class ExplorerView {
     this.applyKernelResult(false);
     this.renderPanels();
     this.showMessages();
+    this.renderCode();
     this.restoreFocus();
     this.fitPanels(); // last: the one forced layout comes after every write
     this.root.dataset.renderMs = (performance.now() - start).toFixed(2);
@@ -677,6 +693,50 @@ class ExplorerView {
     return `<figure class="cvz-panel" data-panel-box="${panel}"><figcaption><b>${esc(sym)}</b> ${esc(words)}` +
       `<span class="cvz-shape">${several ? shape.join("\u00d7") : `${t.rows}\u00d7${t.cols}`}</span></figcaption>${caption}` +
       `${chooser}<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
+  }
+
+  // The code panel: written only while it is open (a redraw of a large setting skips it).
+  renderCode() {
+    const pre = this.q(".cvz-code");
+    const { g, tensors } = this.result;
+    const lang = this.controls.code_lang.value;
+    pre.dataset.lang = lang;
+    if (!this.codeBox.open || g.error) { // written again when opened
+      if (g.error) pre.textContent = "";
+      pre.dataset.stale = "true";
+      delete pre.dataset.result;
+      return;
+    }
+    const { code, result } = core.codeFor(g, tensors, lang);
+    pre.textContent = code;
+    pre.dataset.result = result;
+    delete pre.dataset.stale;
+    this.q(".cvz-copied").textContent = "";
+  }
+
+  copyCode() {
+    const text = this.q(".cvz-code").textContent;
+    const done = (ok) => { this.q(".cvz-copied").textContent = ok ? "copied" : "select the code and copy it"; };
+    const fallback = () => {
+      const area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.style.position = "fixed";
+      area.style.opacity = "0";
+      this.root.appendChild(area);
+      area.select();
+      let ok = false;
+      try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
+      area.remove();
+      done(ok);
+    };
+    // The clipboard API may wait on a permission that never comes (file://): fall back after 1 s.
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      let settled = false;
+      const settle = (fn) => () => { if (!settled) { settled = true; fn(); } };
+      navigator.clipboard.writeText(text).then(settle(() => done(true)), settle(fallback));
+      setTimeout(settle(fallback), 1000);
+    } else fallback();
   }
 
   // Swap in the kernel's numbers when Python's reply is for the setting on screen.
