@@ -92,7 +92,8 @@ def query(p: dict[str, Any]) -> str:
          "padding": p["padding"], "pads": ",".join(str(p[n]) for n in PAD_NAMES), "op": p["op"],
          "multiplier": p["multiplier"], "seed": p["seed"], "values": p["values"], "theme": p["theme"],
          "in_channels": p["in_channels"], "out_channels": p["out_channels"], "groups": p["groups"],
-         "batch": p["batch"], "output_padding": f"{p['output_padding_h']}x{p['output_padding_w']}"}
+         "batch": p["batch"], "output_padding": f"{p['output_padding_h']}x{p['output_padding_w']}",
+         "symbols": p["symbols"]}
     return "?" + urlencode(q, safe=",")
 
 
@@ -912,3 +913,40 @@ def test_the_code_panel_exports_what_computes_the_numbers_on_screen(pages, op):
     page.wait_for_function("() => document.querySelector('.cvz-copied').textContent !== ''", timeout=5000)
     assert page.text_content(".cvz-copied") in ("copied", "select the code and copy it")
     pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Symbols
+
+
+def test_symbols_name_the_cells_and_write_the_sum_as_a_formula_with_its_numbers(pages):
+    p = setting(op="conv2d", input_h=5, input_w=5, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1, padding="SAME",
+                in_channels=2, seed=3, symbols="on")
+    page = open_setting(pages, p)
+    ref = compute(p)
+    xs = cells(page, "x")
+    real = [c for c in xs if not c["pad"]]
+    # short names on the cells (x with row and column subscripts), the value in data-value and the label
+    assert {c["text"] for c in real} == {"x" + "".join("\u2080\u2081\u2082\u2083\u2084"[int(d)] for d in f"{r}{c}")
+                                         for r in range(5) for c in range(5)}
+    assert all(c["value"] in c["label"] for c in real)
+    page.hover('[data-panel="y"][data-row="1"][data-col="2"]')
+    s = sum_state(page)
+    assert float(s["value"]) == ref.arrays["y"][0, 1, 2, 0]
+    assert "y[n,i,j,o] = \u03a3_{c,kh,kw} x[n, i+kh\u22121, j+kw\u22121, c]\u00b7W[kh,kw,c,o]" in s["text"]
+    terms = page.eval_on_selector_all(".cvz-sum-term", "els => els.map(e => e.textContent)")
+    assert len(terms) == 12 + 1 and "x[0,0,1,0]\u00b7W[0,0,0,0]" in terms[0]  # 12 shown, then "+ ... (6 more)"
+    x, w = ref.arrays["x"], ref.arrays["w"]
+    nums = page.eval_on_selector_all(".cvz-sum-nums", "els => els.map(e => e.textContent)")
+    first = [product_value(v.strip("()")) for v in nums[0].split("\u00b7")]
+    assert first == [x[0, 0, 1, 0], w[0, 0, 0, 0]]
+    assert "symbols=on" in page.evaluate("location.search")
+    page.select_option('[name="symbols"]', "off")
+    assert cells(page, "y")[0]["text"] == core_number(ref.arrays["y"][0, 0, 0, 0])
+    assert "symbols=" not in page.evaluate("location.search")
+    pages.check_offline()
+
+
+def core_number(v: float) -> str:
+    """A number as the cells write it: integers plainly, with a typographic minus."""
+    return (f"{v:g}").replace("-", "\u2212")

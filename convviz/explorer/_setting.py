@@ -70,6 +70,7 @@ PARAMS: dict[str, tuple] = {
     "batch": (1, 1, 2),
     "seed": (0, 0, 99999),
     "values": ("integers", VALUE_MODES),
+    "symbols": ("off", ("off", "on")),
     "theme": ("auto", THEMES),
 }
 

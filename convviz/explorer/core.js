@@ -46,6 +46,7 @@ export const OP_ALIASES = {
 export const PADDINGS = ["SAME", "VALID", "EXPLICIT"];
 export const VALUE_MODES = ["integers", "decimals"];
 export const THEMES = ["auto", "light", "dark"];
+export const SWITCH = ["off", "on"];
 export const ROLES = ["input", "filter", "output"];
 
 // Every parameter of the explorer, with its default and its range.  The names are
@@ -74,6 +75,7 @@ export const PARAMS = {
   batch: { default: 1, min: 1, max: 2 },
   seed: { default: 0, min: 0, max: 99999 },
   values: { default: "integers", choices: VALUE_MODES },
+  symbols: { default: "off", choices: SWITCH },
   theme: { default: "auto", choices: THEMES },
 };
 
@@ -602,6 +604,60 @@ export function lostReason(g, axisName, i) {
 }
 
 // ---------------------------------------------------------------------------------
+// Symbols: a cell's short name (on the cell) and the op's sum as a formula, with this
+// setting's strides, dilations and pads written in.
+
+const SUBSCRIPTS = "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089";
+
+export function subscript(n) {
+  return String(n).split("").map((d) => SUBSCRIPTS[Number(d)]).join("");
+}
+
+// x\u2081\u2082 for row 1, column 2 (a comma between them once either has two digits).
+export function shortSymbol(symbol, r, c) {
+  return symbol + subscript(r) + (r > 9 || c > 9 ? "," : "") + subscript(c);
+}
+
+// The input row (column) an output index and a tap read, as an expression: s\u00b7i + d\u00b7k \u2212 p.
+function axisExpr(axis, out, tap) {
+  const term = (coef, name) => (coef === 1 ? name : `${coef}${name}`);
+  let text = `${term(axis.stride, out)}+${term(axis.dilation, tap)}`;
+  if (axis.before > 0) text += `\u2212${axis.before}`;
+  else if (axis.before < 0) text += `+${-axis.before}`;
+  return text;
+}
+
+// The op's sum as a formula over index names, in the tensors' own layouts.
+export function formula(g) {
+  const rec = g.record, ch = g.channels, R = g.rows, C = g.cols;
+  const rows = axisExpr(R, "i", "kh"), cols = axisExpr(C, "j", "kw");
+  const { panelOf } = opPanels(g.params.op);
+  const sym = (role) => ({ x: "x", w: "W", dy: "dy", dx: "dx", dw: "dW", y: "y" })[panelOf[role]];
+  const grouped = !ch.depthwise && ch.groups > 1;
+  const cIn = grouped ? `c (of o's group)` : "c";
+  const wDense = grouped ? `${sym("filter")}[kh,kw,c\u2212${ch.inPerGroup}\u00b7g,o]` : `${sym("filter")}[kh,kw,c,o]`;
+  if (rec.transposed) {
+    const w = grouped ? `W[c,o\u2212${ch.inPerGroup}\u00b7g,kh,kw]` : "W[c,o,kh,kw]";
+    return `y[n,o,h,w] = \u03a3 x[n,c,i,j]\u00b7${w} over c${grouped ? " of o's group" : ""} and every (i,kh), (j,kw) ` +
+      `with ${rows} = h, ${cols} = w`;
+  }
+  const M = ch.multiplier, dwOut = M === 1 ? "c" : `c\u00b7${M}+m`, dwW = M === 1 ? "W[kh,kw,c,0]" : "W[kh,kw,c,m]";
+  if (rec.result === "output") {
+    if (ch.depthwise) return `y[n,i,j,${dwOut}] = \u03a3_{kh,kw} x[n, ${rows}, ${cols}, c]\u00b7${dwW}`;
+    return `y[n,i,j,o] = \u03a3_{${cIn},kh,kw} x[n, ${rows}, ${cols}, c]\u00b7${wDense}`;
+  }
+  if (rec.result === "input") {
+    const w = ch.depthwise ? dwW : wDense;
+    const o = ch.depthwise ? dwOut : "o";
+    const over = ch.depthwise ? (M === 1 ? "" : "m and ") : grouped ? "o of c's group and " : "o and ";
+    return `dx[n,h,w,c] = \u03a3 dy[n,i,j,${o}]\u00b7${w} over ${over}every (i,kh), (j,kw) with ${rows} = h, ${cols} = w`;
+  }
+  if (ch.depthwise) return `dW[kh,kw,c,${M === 1 ? "0" : "m"}] = \u03a3_{n,i,j} x[n, ${rows}, ${cols}, c]\u00b7dy[n,i,j,${dwOut}]`;
+  const c = grouped ? `c+${ch.inPerGroup}\u00b7g` : "c";
+  return `dW[kh,kw,c,o] = \u03a3_{n,i,j} x[n, ${rows}, ${cols}, ${c}]\u00b7dy[n,i,j,o]` + (grouped ? " (g: o's group)" : "");
+}
+
+// ---------------------------------------------------------------------------------
 // Numbers as text.
 
 export function formatNumber(v) {
@@ -626,7 +682,7 @@ export function exactNumber(v) {
 const PAIRS = { input: ["input_h", "input_w"], kernel: ["kernel_h", "kernel_w"],
                 stride: ["stride_h", "stride_w"], dilation: ["dilation_h", "dilation_w"],
                 output_padding: ["output_padding_h", "output_padding_w"] };
-const SINGLES = ["op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed", "values", "theme"];
+const SINGLES = ["op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed", "values", "symbols", "theme"];
 const PAD_NAMES = ["pad_top", "pad_bottom", "pad_left", "pad_right"];
 
 function splitPair(text) {
@@ -680,6 +736,7 @@ export function toQuery(params) {
   if (p.batch !== 1) parts.push(`batch=${p.batch}`);
   parts.push(`seed=${p.seed}`);
   if (p.values !== "integers") parts.push(`values=${p.values}`);
+  if (p.symbols !== "off") parts.push(`symbols=${p.symbols}`);
   if (p.theme !== "auto") parts.push(`theme=${p.theme}`);
   return "?" + parts.join("&");
 }

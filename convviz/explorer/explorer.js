@@ -41,7 +41,7 @@ const CONTROL_GROUPS = [
                [["output_padding_h", "output_padding_w"], "output_padding rows \u00d7 cols"]]],
   ["channels", [[["in_channels"], "in channels"], [["out_channels"], "out channels"], [["groups"], "groups"],
                 [["multiplier"], "multiplier"], [["batch"], "batch"]]],
-  ["numbers", [[["op"], "op"], [["values"], "numbers"], [["seed"], "seed"], [["theme"], "theme"]]],
+  ["numbers", [[["op"], "op"], [["values"], "numbers"], [["seed"], "seed"], [["symbols"], "symbols"], [["theme"], "theme"]]],
 ];
 const ARIA_LABELS = {
   input_h: "input rows", input_w: "input cols", kernel_h: "kernel rows", kernel_w: "kernel cols",
@@ -52,6 +52,7 @@ const ARIA_LABELS = {
 const CHOICE_LABELS = {
   op: Object.fromEntries(core.OPS.map((op) => [op, core.OP_RECORDS[op].label])),
   values: { integers: "integers", decimals: "decimals" },
+  symbols: { off: "off", on: "on" },
   theme: { auto: "auto", light: "light", dark: "dark" },
   padding: { SAME: "SAME", VALID: "VALID", EXPLICIT: "EXPLICIT" },
 };
@@ -568,10 +569,11 @@ class ExplorerView {
     return rec.transposed ? `in ${co} \u2192 out ${ci}` : `in ${ci} \u2192 out ${co}`;
   }
 
-  // A numbered cell's name: its full index in the op's tensor when the panel has several planes.
+  // A numbered cell's name: its full index in the op's tensor when the setting has several
+  // channels or images (every panel alike, as the formula writes them), else [row, col].
   cellName(panel, a, b, r, c) {
-    const t = this.result.tensors[panel];
-    if (t.batch * t.channels === 1) return `${PANEL_SYMBOL[panel]}[${r},${c}]`;
+    const ch = this.result.g.channels;
+    if (ch.batch * ch.convIn * ch.convOut === 1) return `${PANEL_SYMBOL[panel]}[${r},${c}]`;
     const role = core.opPanels(this.params.op).roleOf[panel];
     return `${PANEL_SYMBOL[panel]}[${core.tensorIndex(this.result.g, role, [a, b, r, c]).join(",")}]`;
   }
@@ -579,10 +581,11 @@ class ExplorerView {
   // Class, value, label, colours and text of one numbered cell.
   cellLook(panel, t, a, b, r, c, vmax, prefix, lost, lostWord) {
     const v = core.at(t, r, c, b, a);
-    const text = core.formatNumber(v);
+    const text = this.params.symbols === "on" ? core.shortSymbol(PANEL_SYMBOL[panel], r, c) : core.formatNumber(v);
     const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
     const value = core.exactNumber(v);
-    return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}`, value, text,
+    const sym = this.params.symbols === "on" ? " cvz-sym" : "";
+    return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}${sym}`, value, text,
              label: `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
   }
 
@@ -894,15 +897,23 @@ class ExplorerView {
       }
       return parts.join(" + ") + tail;
     };
-    const symbols = join((t) => `${name(t.a)}\u00b7${name(t.b)}`);
-    const numbers = join((t) => `${f(t.va)}\u00b7${f(t.vb)}`);
     const empty = sum.terms.length === 0;
     const n = sum.terms.length;
     const count = `${n} term${n === 1 ? "" : "s"}` + (sum.groups.length > 1 ? ` through ${sum.groups.length} ${sum.groupedBy}s` : "");
-    return `<div class="cvz-sum-lhs">${esc(sum.lhs)} =</div>` +
-      (empty ? `<div class="cvz-sum-terms">no terms (nothing reaches it)</div>`
-             : `<div class="cvz-sum-count">${esc(count)}</div><div class="cvz-sum-terms">${esc(symbols)}</div>` +
-               `<div class="cvz-sum-terms">= ${esc(numbers)}</div>`) +
+    let body;
+    if (empty) body = `<div class="cvz-sum-terms">no terms (nothing reaches it)</div>`;
+    else if (this.params.symbols === "on") { // the formula, then each term as symbols with its numbers beside it
+      const rows = shown.map((t) => `<div class="cvz-sum-term">${esc(`${name(t.a)}\u00b7${name(t.b)}`)}` +
+        `<span class="cvz-sum-nums">${esc(`${f(t.va)}\u00b7${f(t.vb)}`)}</span></div>`).join("");
+      body = `<div class="cvz-formula">${esc(core.formula(this.result.g))}</div><div class="cvz-sum-count">${esc(count)}</div>` +
+        rows + (more > 0 ? `<div class="cvz-sum-term">+ \u2026 (${more} more)</div>` : "");
+    } else {
+      const symbols = join((t) => `${name(t.a)}\u00b7${name(t.b)}`);
+      const numbers = join((t) => `${f(t.va)}\u00b7${f(t.vb)}`);
+      body = `<div class="cvz-sum-count">${esc(count)}</div><div class="cvz-sum-terms">${esc(symbols)}</div>` +
+        `<div class="cvz-sum-terms">= ${esc(numbers)}</div>`;
+    }
+    return `<div class="cvz-sum-lhs">${esc(sum.lhs)} =</div>${body}` +
       `<div class="cvz-sum-value">= <b>${esc(core.formatNumber(sum.value))}</b></div>`;
   }
 

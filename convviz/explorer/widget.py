@@ -79,6 +79,7 @@ class Explorer(anywidget.AnyWidget):
     batch = _trait("batch")
     seed = _trait("seed")
     values = _trait("values")
+    symbols = _trait("symbols")
     theme = _trait("theme")
 
     arrays = t.Dict().tag(sync=True)
@@ -179,6 +180,9 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
         Seed of the example numbers.
     values : {"integers", "decimals"}, optional
         Small integers (exact sums) or one-decimal numbers.
+    symbols : {"off", "on"}, optional
+        ``"on"`` labels the cells with their names (``x₁₂``; the full index on
+        hover) and writes the op's sum as a formula beside the numbers.
     theme : {"auto", "light", "dark"}, optional
         ``"auto"`` follows JupyterLab's, VS Code's or the system's theme.
     data_format : {"NHWC", "NCHW"}

@@ -133,3 +133,14 @@ test("palette steps: -vmax, 0 and +vmax are the ends and the middle; every rule 
     assert.ok(core.contrastRatio(bg, fg) >= 4.5, rule);
   }
 });
+
+test("symbols: short names and the op's sum as a formula with the setting's numbers", () => {
+  assert.equal(core.shortSymbol("x", 1, 2), "x\u2081\u2082");
+  assert.equal(core.shortSymbol("dW", 10, 3), "dW\u2081\u2080,\u2083");
+  const g = core.geometry({ op: "conv2d", input_h: 7, kernel_h: 3, stride_h: 2, stride_w: 1, dilation_w: 2, padding: "SAME" });
+  assert.equal(core.formula(g), `y[n,i,j,o] = \u03a3_{c,kh,kw} x[n, 2i+kh\u22121, j+2kw\u22122, c]\u00b7W[kh,kw,c,o]`);
+  const t = core.geometry({ op: "conv_transpose2d", in_channels: 4, out_channels: 2, groups: 2, stride_h: 2, pad_top: 1 });
+  assert.match(core.formula(t), /^y\[n,o,h,w\] = \u03a3 x\[n,c,i,j\]\u00b7W\[c,o\u22121\u00b7g,kh,kw\] over c of o's group/);
+  assert.match(core.toQuery({ symbols: "on" }), /symbols=on/);
+  assert.equal(core.parseQuery("?symbols=on").symbols, "on");
+});
