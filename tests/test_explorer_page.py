@@ -207,8 +207,9 @@ class Pages:
             self.requested.append(url)
             route.abort()
 
-    def open(self, search: str = "", viewport: dict | None = None, color_scheme: str = "light"):
-        context = self.browser.new_context(viewport=viewport or VIEWPORT, color_scheme=color_scheme)
+    def open(self, search: str = "", viewport: dict | None = None, color_scheme: str = "light", downloads: bool = False):
+        context = self.browser.new_context(viewport=viewport or VIEWPORT, color_scheme=color_scheme,
+                                           accept_downloads=downloads)
         context.route("**/*", self._route)
         self.contexts.append(context)
         page = context.new_page()
@@ -950,3 +951,45 @@ def test_symbols_name_the_cells_and_write_the_sum_as_a_formula_with_its_numbers(
 def core_number(v: float) -> str:
     """A number as the cells write it: integers plainly, with a typographic minus."""
     return (f"{v:g}").replace("-", "\u2212")
+
+
+# ---------------------------------------------------------------------------------
+# Slides: what is on screen as an SVG and a PNG
+
+
+@pytest.mark.parametrize("op, cell", [("conv2d_backprop_input", ("dx", 3, 4)), ("conv2d", ("y", 3, 4)),
+                                      ("depthwise_conv2d_native_backprop_filter", ("dw", 1, 1)),
+                                      ("conv_transpose2d", ("y", 4, 5))])
+def test_a_slide_saves_the_panels_the_highlight_and_the_worked_sum(pages, op, cell):
+    import xml.etree.ElementTree as ET
+
+    p = setting(op=op, input_h=16, input_w=16, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1, in_channels=4,
+                out_channels=4, groups=2, multiplier=2, seed=5, theme="dark")
+    if op == "conv_transpose2d":
+        p.update(input_h=6, input_w=6, stride_h=2, stride_w=2, padding="EXPLICIT", pad_top=1, pad_bottom=1,
+                 pad_left=1, pad_right=1, output_padding_h=1, output_padding_w=1)
+    page = pages.open(query(p), downloads=True)
+    panel, r, c = cell
+    page.click(f'[data-panel="{panel}"][data-row="{r}"][data-col="{c}"] >> nth=0')
+    value = float(sum_state(page)["value"])
+    files = {}
+    for kind in ("svg", "png"):
+        with page.expect_download() as download:
+            page.click(f'[name="save_{kind}"]')
+        files[kind] = pages.path.parent / download.value.suggested_filename
+        download.value.save_as(files[kind])
+    assert files["svg"].name == f"convviz-{op}.svg" and files["png"].name == f"convviz-{op}.png"
+    root = ET.parse(files["svg"]).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert (root.get("width"), root.get("height")) == ("1280", "720")
+    texts = [(t.text or "", float(t.get("font-size"))) for t in root.iter(f"{ns}text")]
+    assert min(size for _, size in texts) >= 13  # legible on a 1280x720 slide
+    assert any(text == f"= {core_number(value)}" for text, _ in texts)  # the worked sum's total
+    lit = [e.get("data-lit") for e in root.iter(f"{ns}rect") if e.get("data-lit")]
+    assert lit.count("focus") == 1 and lit.count("in") >= 2
+    png = files["png"].read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 2560 and int.from_bytes(png[20:24], "big") == 1440
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"explorer-slide-{op}.png").write_bytes(png)
+    pages.check_offline()

@@ -32,6 +32,7 @@ const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
+const SLIDE_SPAN = 9; // rows and columns of a panel a slide shows at most (around the lit cells)
 
 // Fieldsets of controls; a field with several names is one row of inputs (rows x cols, pads).
 const CONTROL_GROUPS = [
@@ -63,6 +64,18 @@ function esc(text) {
 
 // A cell of a panel: plane (a, b) -- (image, channel) of an activation, (a, b) of a filter
 // (core.roleShape) -- then row and column.
+// Words of `text` in lines of at most `width` characters (a longer word stands alone).
+function wrapText(text, width) {
+  const lines = [];
+  let line = "";
+  for (const word of String(text).split(" ")) {
+    if (line && line.length + 1 + word.length > width) { lines.push(line); line = word; }
+    else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
 function cellKey(panel, a, b, r, c) {
   return `${panel}|${a}|${b}|${r}|${c}`;
 }
@@ -157,6 +170,8 @@ class ExplorerView {
         if (input.type === "number") input.addEventListener("input", handler);
       }
     }
+    this.controls.save_svg.addEventListener("click", () => this.saveSlide("svg"));
+    this.controls.save_png.addEventListener("click", () => this.saveSlide("png"));
     this.codeBox = this.q(".cvz-code-box");
     this.codeBox.addEventListener("toggle", () => this.renderCode());
     this.controls.code_lang.addEventListener("change", () => this.renderCode());
@@ -206,7 +221,9 @@ class ExplorerView {
       <button type="button" name="play" aria-pressed="false">\u25b6 play</button>
       <button type="button" name="step">step \u2192</button>
       <select name="speed" aria-label="speed">${speeds}</select>
-      <button type="button" name="planes" aria-pressed="false" hidden>one channel at a time</button></div>`;
+      <button type="button" name="planes" aria-pressed="false" hidden>one channel at a time</button>
+      <button type="button" name="save_svg" title="what is on screen as an SVG for a slide (1280\u00d7720)">save SVG</button>
+      <button type="button" name="save_png" title="what is on screen as a PNG for a slide (2560\u00d71440)">save PNG</button></div>`;
   }
 
   listen() {
@@ -860,6 +877,7 @@ class ExplorerView {
     if (this.pinned) mark(this.pinned, "cvz-pinned");
     const a = this.active();
     const info = a && !this.result.g.error ? this.explain(a) : null;
+    this.info = info; // what a slide saved now shows
     this.q(".cvz-focus-title").textContent = info ? info.title : "";
     this.q(".cvz-note").textContent = (info && info.note) || "";
     const sum = info && info.sum;
@@ -985,6 +1003,190 @@ class ExplorerView {
     if (dropped) notes.push(`${dropped} of the products land on ${rec.transposed ? "cropped rows or columns" : "padding"} and are dropped.`);
     if (!links.length && role === "input") notes.push(lostNote());
     return { title: `${head} reaches ${targets.size} ${resultSym} cell${targets.size === 1 ? "" : "s"}`, lit, note: notes.join(" ") };
+  }
+
+  // -- slides: what is on screen as an SVG (and a PNG drawn from it), offline ---------
+  // Drawn from the setting, not copied from the DOM: each panel's plane in view (with the
+  // focused cell's), its numbers, padding and highlights, then the title and the worked sum.
+  slideSvg() {
+    const { g, tensors } = this.result;
+    const W = 1280, H = 720, margin = 24, sumWidth = 400;
+    const css = getComputedStyle(this.root);
+    const v = (name) => css.getPropertyValue(name).trim();
+    const colors = { bg: v("--bg"), fg: v("--fg"), muted: v("--muted"), panel: v("--panel"), padBg: v("--pad-bg"),
+                     padLine: v("--pad-line"), in: v("--in"), target: v("--target"), source: v("--source") };
+    const stops = core.PALETTES[this.palette()[0]];
+    const text = (x, y, str, size, attrs = "") =>
+      `<text x="${x}" y="${y}" font-size="${size}"${attrs}>${esc(str)}</text>`;
+    const out = [];
+    const title = core.OP_TITLES[this.params.op];
+    out.push(text(margin, 40, title, 28, ` font-weight="700" fill="${colors.fg}"`));
+    const subtitle = wrapText(this.q(".cvz-subtitle").textContent, 120).slice(0, 2);
+    subtitle.forEach((line, i) => out.push(text(margin, 66 + 20 * i, line, 16, ` fill="${colors.muted}"`)));
+    if (g.error) {
+      out.push(text(margin, 110, g.error, 18, ` fill="${colors.fg}"`));
+      return this.wrapSvg(out, W, H, colors);
+    }
+    const { layout, roleOf, padded } = core.opPanels(this.params.op);
+    const focus = this.active();
+    const lit = new Map(); // cell key -> [class, product]
+    for (const h of (this.info && this.info.lit) || [])
+      lit.set(cellKey(h.panel, h.a || 0, h.b || 0, h.r, h.c), [h.cls, h.product]);
+    // each panel's plane: the focused cell's, else one holding lit cells, else the one shown
+    const planeOf = (panel) => {
+      if (focus && focus.panel === panel) return [focus.a || 0, focus.b || 0];
+      const litPlane = ((this.info && this.info.lit) || []).find((h) => h.panel === panel);
+      if (litPlane) return [litPlane.a || 0, litPlane.b || 0];
+      return (this.shownPlanes[panel] || "0,0").split(",").map(Number);
+    };
+    // Each panel cropped to at most SLIDE_SPAN rows and columns around its lit cells (or the
+    // focused cell), so that a slide of a large setting stays legible; row and column
+    // numbers say where the window is.
+    const boxes = layout.map((panel) => {
+      const t = tensors[panel];
+      const isPadded = panel === padded;
+      const pads = isPadded ? [g.rows.before, g.rows.after, g.cols.before, g.cols.after].map((x) => Math.max(0, x)) : [0, 0, 0, 0];
+      const plane = planeOf(panel);
+      const marks = ((this.info && this.info.lit) || []).filter((h) => h.panel === panel && (h.a || 0) === plane[0] && (h.b || 0) === plane[1]);
+      if (focus && focus.panel === panel) marks.push(focus);
+      const window = (lo, hi, coords) => { // [from, to] within lo..hi, at most SLIDE_SPAN long
+        if (hi - lo + 1 <= SLIDE_SPAN) return [lo, hi];
+        if (!coords.length) return [lo, lo + SLIDE_SPAN - 1];
+        let from = Math.max(lo, Math.min(...coords) - 1), to = Math.min(hi, Math.max(...coords) + 1);
+        if (to - from + 1 > SLIDE_SPAN) { const mid = coords[0]; from = Math.max(lo, mid - (SLIDE_SPAN >> 1)); to = from + SLIDE_SPAN - 1; }
+        while (to - from + 1 < SLIDE_SPAN) { if (from > lo) from--; else if (to < hi) to++; else break; if (to - from + 1 < SLIDE_SPAN && to < hi) to++; }
+        if (to > hi) { from -= to - hi; to = hi; }
+        return [Math.max(lo, from), to];
+      };
+      const [r0, r1] = window(-pads[0], t.rows + pads[1] - 1, marks.map((h) => h.r));
+      const [c0, c1] = window(-pads[2], t.cols + pads[3] - 1, marks.map((h) => h.c));
+      return { panel, t, plane, r0, r1, c0, c1, rows: r1 - r0 + 1, cols: c1 - c0 + 1 };
+    });
+    const gap = 40, top = 124 + 20 * (subtitle.length - 1), idx = 26;
+    const cellW = (W - 2 * margin - sumWidth - 24 - gap * (boxes.length - 1) - idx * boxes.length) / boxes.reduce((s, b) => s + b.cols, 0);
+    const cellH = (H - top - 60) / Math.max(...boxes.map((b) => b.rows));
+    const cell = Math.max(24, Math.min(56, Math.floor(Math.min(cellW, cellH))));
+    let x0 = margin;
+    for (const box of boxes) {
+      const { panel, t, r0, r1, c0, c1 } = box;
+      const [a, b] = box.plane;
+      const [sym, words] = panelTitle(this.params.op, panel);
+      const several = t.batch * t.channels > 1;
+      const gx = x0 + idx;
+      const heading = wrapText(`${sym} ${words.split(" (")[0]}`, Math.max(6, Math.floor((idx + box.cols * cell + gap - 8) / 10)));
+      out.push(text(x0, top - 34, heading[0], 18, ` font-weight="600" fill="${colors.fg}"`));
+      if (several)
+        wrapText(this.planeLabel(panel, a, b), Math.max(8, Math.floor((idx + box.cols * cell + gap - 8) / 8.5))).slice(0, 2)
+          .forEach((line, i) => out.push(text(x0, top + box.rows * cell + 22 + 18 * i, line, 15, ` fill="${colors.muted}"`)));
+      const vmax = this.scale(t);
+      const font = Math.max(13, Math.round(cell * 0.4));
+      for (let c = c0; c <= c1; c++) // column numbers, and ... where the window cuts the panel
+        out.push(text(gx + (c - c0) * cell + cell / 2, top - 8, c >= 0 && c < t.cols ? String(c) : "", 13,
+          ` text-anchor="middle" fill="${colors.muted}"`));
+      // where the window cuts the panel: \u2026 beyond the column numbers, \u22ee beyond the row numbers
+      const padOf = (i) => (panel === padded ? Math.max(0, [g.rows.before, g.rows.after, g.cols.before, g.cols.after][i]) : 0);
+      const ink = ` fill="${colors.muted}"`;
+      if (c0 > -padOf(2)) out.push(text(gx - 4, top - 8, "\u2026", 15, ` text-anchor="end"${ink}`));
+      if (c1 < t.cols - 1 + padOf(3)) out.push(text(gx + box.cols * cell + 4, top - 8, "\u2026", 15, ink));
+      if (r0 > -padOf(0)) out.push(text(x0 + idx - 6, top - 8 - 14, "\u22ee", 15, ` text-anchor="end"${ink}`));
+      if (r1 < t.rows - 1 + padOf(1)) out.push(text(x0 + idx - 6, top + box.rows * cell + 4, "\u22ee", 15, ` text-anchor="end"${ink}`));
+      for (let r = r0; r <= r1; r++) {
+        out.push(text(x0 + idx - 6, top + (r - r0) * cell + cell / 2 + 5, r >= 0 && r < t.rows ? String(r) : "", 13,
+          ` text-anchor="end" fill="${colors.muted}"`));
+        for (let c = c0; c <= c1; c++) {
+          const x = gx + (c - c0) * cell, y = top + (r - r0) * cell;
+          const real = r >= 0 && r < t.rows && c >= 0 && c < t.cols;
+          const key = cellKey(panel, a, b, r, c);
+          if (!real) {
+            out.push(`<rect x="${x + 1}" y="${y + 1}" width="${cell - 2}" height="${cell - 2}" rx="3" fill="${colors.padBg}"` +
+              ` stroke="${colors.padLine}" stroke-width="1.5" stroke-dasharray="4 3"/>`);
+            if (panel === "x") out.push(text(x + cell / 2, y + cell / 2 + font * 0.35, "0", font, ` text-anchor="middle" fill="${colors.fg}"`));
+          } else {
+            const value = core.at(t, r, c, b, a);
+            const bg = core.paletteColor(stops, core.paletteStep(value, vmax) / core.PALETTE_STEPS);
+            const label = this.params.symbols === "on" ? core.shortSymbol(PANEL_SYMBOL[panel], r, c) : core.formatNumber(value);
+            out.push(`<rect x="${x + 1}" y="${y + 1}" width="${cell - 2}" height="${cell - 2}" rx="3" fill="${core.rgbCss(bg)}"/>`);
+            out.push(text(x + cell / 2, y + cell / 2 + font * 0.35, label, label.length > 3 ? Math.max(13, Math.round(font * 0.8)) : font,
+              ` text-anchor="middle" font-weight="600" fill="${core.rgbCss(core.textColorOn(bg))}"`));
+          }
+          const mark = lit.get(key);
+          const isFocus = focus && focus.panel === panel && (focus.a || 0) === a && (focus.b || 0) === b && focus.r === r && focus.c === c;
+          if (mark || isFocus) {
+            const color = isFocus ? colors.source : mark[0] === "cvz-target" ? colors.target : colors.in;
+            out.push(`<rect x="${x + 2.5}" y="${y + 2.5}" width="${cell - 5}" height="${cell - 5}" rx="2" fill="none"` +
+              ` stroke="${color}" stroke-width="${isFocus ? 4 : 3}" data-lit="${isFocus ? "focus" : mark[0].slice(4)}"/>`);
+          }
+        }
+      }
+      x0 += idx + box.cols * cell + gap;
+    }
+    // the worked sum (or the focused cell's words) in the right-hand column
+    const sx = W - sumWidth - margin + 12;
+    let y = top - 14;
+    out.push(`<rect x="${sx - 12}" y="${y - 24}" width="${sumWidth}" height="${H - y + 8 - 24}" rx="8" fill="${colors.panel}"/>`);
+    const lines = [];
+    if (this.info) {
+      lines.push([this.info.title, 18, "700"]);
+      const sum = this.info.sum;
+      if (sum) {
+        const f = (x) => (x < 0 ? `(${core.formatNumber(x)})` : core.formatNumber(x));
+        const name = (x) => this.cellName(x.panel, x.cell[0], x.cell[1], x.cell[2], x.cell[3]);
+        if (this.params.symbols === "on") lines.push([core.formula(g), 15, "400"]);
+        for (const t of sum.terms.slice(0, 12)) lines.push([`${name(t.a)}\u00b7${name(t.b)} = ${f(t.va)}\u00b7${f(t.vb)}`, 16, "400"]);
+        if (sum.terms.length > 12) lines.push([`+ \u2026 (${sum.terms.length - 12} more)`, 16, "400"]);
+        lines.push([`= ${core.formatNumber(sum.value)}`, 24, "700"]);
+      } else if (this.info.note) lines.push([this.info.note, 16, "400"]);
+    } else lines.push(["Point at a number to see the cells and the sum that make it.", 16, "400"]);
+    for (const [str, size, weight] of lines)
+      for (const part of wrapText(str, Math.floor((sumWidth - 24) / (size * 0.6)))) {
+        y += size * 1.35;
+        if (y > H - 12) break;
+        out.push(text(sx, y, part, size, ` font-weight="${weight}" fill="${colors.fg}"` +
+          (size <= 16 ? ` font-family="DejaVu Sans Mono, Menlo, Consolas, monospace"` : "")));
+      }
+    return this.wrapSvg(out, W, H, colors);
+  }
+
+  wrapSvg(parts, width, height, colors) {
+    return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
+      ` font-family="DejaVu Sans, system-ui, sans-serif"><rect width="100%" height="100%" fill="${colors.bg}"/>` +
+      `${parts.join("")}</svg>`;
+  }
+
+  // Save the slide: the SVG as it is, or a PNG at twice 1280x720, drawn in the page.
+  saveSlide(kind) {
+    const svg = this.slideSvg();
+    const name = `convviz-${this.params.op}`;
+    const download = (blob, file) => {
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = file;
+      this.root.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    };
+    const svgBlob = new Blob([svg], { type: "image/svg+xml" });
+    this.root.dataset.slide = svg.length; // for tests: the size of the slide last made
+    if (kind === "svg") { download(svgBlob, `${name}.svg`); return; }
+    // a data: URL, not a blob: one, so that a page opened from file:// may read the canvas back
+    const image = new Image();
+    image.onload = () => {
+      const canvas = document.createElement("canvas");
+      canvas.width = 2560;
+      canvas.height = 1440;
+      const ctx = canvas.getContext("2d");
+      ctx.scale(2, 2);
+      ctx.drawImage(image, 0, 0, 1280, 720);
+      try {
+        canvas.toBlob((blob) => download(blob, `${name}.png`), "image/png");
+      } catch (err) { // a browser that will not let a page read its canvas: the SVG instead
+        this.root.dataset.slideError = String(err);
+        download(svgBlob, `${name}.svg`);
+      }
+    };
+    image.onerror = () => { this.root.dataset.slideError = "the browser could not draw the SVG"; download(svgBlob, `${name}.svg`); };
+    image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
   }
 
   // -- walking the computation ----------------------------------------------------
