@@ -93,7 +93,7 @@ def query(p: dict[str, Any]) -> str:
          "multiplier": p["multiplier"], "seed": p["seed"], "values": p["values"], "theme": p["theme"],
          "in_channels": p["in_channels"], "out_channels": p["out_channels"], "groups": p["groups"],
          "batch": p["batch"], "output_padding": f"{p['output_padding_h']}x{p['output_padding_w']}",
-         "symbols": p["symbols"]}
+         "symbols": p["symbols"], "practice": p["practice"]}
     return "?" + urlencode(q, safe=",")
 
 
@@ -112,7 +112,7 @@ def params_from_query(search: str) -> dict[str, Any]:
     for key in ("multiplier", "seed", "in_channels", "out_channels", "groups", "batch"):
         if key in q:
             p[key] = int(q[key])
-    for key in ("padding", "op", "values", "theme"):
+    for key in ("padding", "op", "values", "theme", "symbols", "practice"):
         if key in q:
             p[key] = q[key]
     if p["padding"].replace("x", "").isdigit():  # PyTorch's padding (conv_transpose2d): both sides alike
@@ -992,4 +992,60 @@ def test_a_slide_saves_the_panels_the_highlight_and_the_worked_sum(pages, op, ce
     assert int.from_bytes(png[16:20], "big") == 2560 and int.from_bytes(png[20:24], "big") == 1440
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"explorer-slide-{op}.png").write_bytes(png)
+    pages.check_offline()
+
+
+# ---------------------------------------------------------------------------------
+# Practice
+
+
+def test_practice_hides_the_result_checks_answers_and_shows_the_sum_on_a_miss(pages):
+    p = setting(op="conv2d_backprop_input", input_h=6, input_w=6, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2,
+                seed=8, practice="on")
+    ref = compute(p)
+    dx = ref.arrays["dx"]
+    page = open_setting(pages, p)
+    assert "practice=on" in page.evaluate("location.search")
+    got = [c for c in cells(page, "dx") if not c["pad"]]
+    assert len(got) == 36 and all(c["text"] == "?" for c in got)  # the numbers wait for answers
+    assert page.get_attribute('[name="play"]', "disabled") is not None
+    score = page.locator('[data-role="score"]')
+    assert score.get_attribute("data-tried") == "0" and "36 cells left" in score.text_content()
+    # hovering a hidden cell tells nothing of its sum
+    page.hover(sel("dx", 1, 1))
+    assert sum_state(page)["hidden"] and "= ?" in sum_state(page)["title"]
+    # right, typed with a typographic minus where the value is negative
+    page.click(sel("dx", 1, 1))
+    v = dx[0, 1, 1, 0]
+    page.fill('[name="answer"]', f"{v:g}".replace("-", "\u2212"))
+    page.click('[name="check"]')
+    feedback = page.locator('[data-role="feedback"]')
+    assert feedback.get_attribute("data-result") == "right" and "Right" in feedback.text_content()
+    assert page.text_content(sel("dx", 1, 1)).strip() == core_number(v)
+    assert "cvz-right" in page.get_attribute(sel("dx", 1, 1), "class")
+    assert (score.get_attribute("data-right"), score.get_attribute("data-tried")) == ("1", "1")
+    # wrong: the value, the worked sum and its cells are shown
+    page.click(sel("dx", 2, 3))
+    w = dx[0, 2, 3, 0]
+    page.fill('[name="answer"]', f"{w + 1:g}")
+    page.keyboard.press("Enter")
+    assert feedback.get_attribute("data-result") == "wrong"
+    assert f"you wrote {core_number(w + 1)}" in feedback.text_content()
+    away(page)
+    s = sum_state(page)
+    assert not s["hidden"] and float(s["value"]) == w
+    assert lit(cells(page), "cvz-in", "dy") and "cvz-wrong" in page.get_attribute(sel("dx", 2, 3), "class")
+    assert (score.get_attribute("data-right"), score.get_attribute("data-tried")) == ("1", "2")
+    # not a number: asked again, nothing scored
+    page.click(sel("dx", 0, 0))
+    page.fill('[name="answer"]', "seven")
+    page.click('[name="check"]')
+    assert feedback.get_attribute("data-result") == "none" and score.get_attribute("data-tried") == "2"
+    # another setting has its own score; coming back keeps this one
+    page.fill('[name="seed"]', "9")
+    page.dispatch_event('[name="seed"]', "change")
+    assert score.get_attribute("data-tried") == "0"
+    page.fill('[name="seed"]', "8")
+    page.dispatch_event('[name="seed"]', "change")
+    assert score.get_attribute("data-tried") == "2"
     pages.check_offline()

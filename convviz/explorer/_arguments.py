@@ -95,6 +95,7 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
             pads: Any = None, output_padding: Any = None, in_channels: int | None = None,
             out_channels: int | None = None, groups: int | None = None, multiplier: int | None = None,
             batch: int | None = None, seed: int | None = None, symbols: str | None = None,
+            practice: str | None = None,
             values: str | None = None, theme: str | None = None, data_format: str = "NHWC",
             channel: Any = 0) -> Resolved:
     """Check every argument of :func:`convviz.explore` and build the setting it asks for.
@@ -123,7 +124,7 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
         padding = None
     for key, value in (("padding", padding), ("in_channels", in_channels), ("out_channels", out_channels),
                        ("groups", groups), ("multiplier", multiplier), ("batch", batch), ("seed", seed),
-                       ("values", values), ("symbols", symbols), ("theme", theme)):
+                       ("values", values), ("symbols", symbols), ("practice", practice), ("theme", theme)):
         if value is not None:
             params[key] = check_param(key, value)
     for key, value in (("input", input), ("kernel", kernel), ("stride", stride), ("dilation", dilation),

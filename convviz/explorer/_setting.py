@@ -71,6 +71,7 @@ PARAMS: dict[str, tuple] = {
     "seed": (0, 0, 99999),
     "values": ("integers", VALUE_MODES),
     "symbols": ("off", ("off", "on")),
+    "practice": ("off", ("off", "on")),
     "theme": ("auto", THEMES),
 }
 

@@ -76,6 +76,7 @@ export const PARAMS = {
   seed: { default: 0, min: 0, max: 99999 },
   values: { default: "integers", choices: VALUE_MODES },
   symbols: { default: "off", choices: SWITCH },
+  practice: { default: "off", choices: SWITCH },
   theme: { default: "auto", choices: THEMES },
 };
 
@@ -604,6 +605,21 @@ export function lostReason(g, axisName, i) {
 }
 
 // ---------------------------------------------------------------------------------
+// Practice: a learner's answer for a cell, read as people type numbers.
+
+// The number typed (a typographic minus, a comma for the decimal point, spaces allowed), or NaN.
+export function parseAnswer(text) {
+  const t = String(text).trim().replace(/\u2212/g, "-").replace(/\s+/g, "").replace(",", ".");
+  return t === "" || !/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t) ? NaN : Number(t);
+}
+
+// Right when it is the value, or the value as the cells write it (two decimals).
+export function isRight(answer, value) {
+  if (!Number.isFinite(answer)) return false;
+  return Math.abs(answer - value) <= 1e-9 * Math.max(1, Math.abs(value)) || formatNumber(answer) === formatNumber(value);
+}
+
+// ---------------------------------------------------------------------------------
 // Symbols: a cell's short name (on the cell) and the op's sum as a formula, with this
 // setting's strides, dilations and pads written in.
 
@@ -682,7 +698,8 @@ export function exactNumber(v) {
 const PAIRS = { input: ["input_h", "input_w"], kernel: ["kernel_h", "kernel_w"],
                 stride: ["stride_h", "stride_w"], dilation: ["dilation_h", "dilation_w"],
                 output_padding: ["output_padding_h", "output_padding_w"] };
-const SINGLES = ["op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed", "values", "symbols", "theme"];
+const SINGLES = ["op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed", "values", "symbols",
+                 "practice", "theme"];
 const PAD_NAMES = ["pad_top", "pad_bottom", "pad_left", "pad_right"];
 
 function splitPair(text) {
@@ -737,6 +754,7 @@ export function toQuery(params) {
   parts.push(`seed=${p.seed}`);
   if (p.values !== "integers") parts.push(`values=${p.values}`);
   if (p.symbols !== "off") parts.push(`symbols=${p.symbols}`);
+  if (p.practice !== "off") parts.push(`practice=${p.practice}`);
   if (p.theme !== "auto") parts.push(`theme=${p.theme}`);
   return "?" + parts.join("&");
 }

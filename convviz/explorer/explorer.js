@@ -42,7 +42,8 @@ const CONTROL_GROUPS = [
                [["output_padding_h", "output_padding_w"], "output_padding rows \u00d7 cols"]]],
   ["channels", [[["in_channels"], "in channels"], [["out_channels"], "out channels"], [["groups"], "groups"],
                 [["multiplier"], "multiplier"], [["batch"], "batch"]]],
-  ["numbers", [[["op"], "op"], [["values"], "numbers"], [["seed"], "seed"], [["symbols"], "symbols"], [["theme"], "theme"]]],
+  ["numbers", [[["op"], "op"], [["values"], "numbers"], [["seed"], "seed"], [["symbols"], "symbols"],
+               [["practice"], "practice"], [["theme"], "theme"]]],
 ];
 const ARIA_LABELS = {
   input_h: "input rows", input_w: "input cols", kernel_h: "kernel rows", kernel_w: "kernel cols",
@@ -54,6 +55,7 @@ const CHOICE_LABELS = {
   op: Object.fromEntries(core.OPS.map((op) => [op, core.OP_RECORDS[op].label])),
   values: { integers: "integers", decimals: "decimals" },
   symbols: { off: "off", on: "on" },
+  practice: { off: "off", on: "on" },
   theme: { auto: "auto", light: "light", dark: "dark" },
   padding: { SAME: "SAME", VALID: "VALID", EXPLICIT: "EXPLICIT" },
 };
@@ -108,6 +110,7 @@ class ExplorerView {
     this.playIndex = -1;
     this.timer = null;
     this.speed = 2;
+    this.scores = new Map(); // setting key -> { answers: Map(cell key -> "right" | "wrong"), right }
     this.shownPlanes = {}; // panel -> "a,b": the plane a panel shows when it shows one at a time
     this.planeMode = "auto"; // "auto", "all" or "one": the planes button's choice
     this.unsubscribe = [];
@@ -137,6 +140,15 @@ class ExplorerView {
         </div>
         <aside class="cvz-info">
           ${this.walkHtml()}
+          <div class="cvz-practice" hidden>
+            <div class="cvz-score" data-role="score" aria-live="polite"></div>
+            <form class="cvz-question" onsubmit="return false" hidden>
+              <label><span class="cvz-ask"></span>
+                <input name="answer" type="text" inputmode="decimal" autocomplete="off" size="8"></label>
+              <button type="submit" name="check">check</button>
+            </form>
+            <div class="cvz-feedback" data-role="feedback" role="status"></div>
+          </div>
           <div class="cvz-focus-title" aria-live="polite"></div>
           <div class="cvz-sum" data-role="sum" data-value=""></div>
           <div class="cvz-note"></div>
@@ -170,6 +182,7 @@ class ExplorerView {
         if (input.type === "number") input.addEventListener("input", handler);
       }
     }
+    this.q(".cvz-question").addEventListener("submit", (e) => { e.preventDefault(); this.checkAnswer(); });
     this.controls.save_svg.addEventListener("click", () => this.saveSlide("svg"));
     this.controls.save_png.addEventListener("click", () => this.saveSlide("png"));
     this.codeBox = this.q(".cvz-code-box");
@@ -300,6 +313,8 @@ class ExplorerView {
     this.applyKernelResult(false);
     this.renderPanels();
     this.showMessages();
+    this.showScore();
+    if (!this.practiceOn()) this.q(".cvz-question").hidden = true;
     this.renderCode();
     this.restoreFocus();
     this.fitPanels(); // last: the one forced layout comes after every write
@@ -598,11 +613,16 @@ class ExplorerView {
   // Class, value, label, colours and text of one numbered cell.
   cellLook(panel, t, a, b, r, c, vmax, prefix, lost, lostWord) {
     const v = core.at(t, r, c, b, a);
+    const answer = this.practiceState(panel, a, b, r, c);
+    if (answer === "hidden") // practice: the result's number waits for the learner's answer
+      return { cls: "cvz-cell cvz-hidden-cell", value: core.exactNumber(v), text: "?",
+               label: `${this.cellName(panel, a, b, r, c)}: your answer?` };
     const text = this.params.symbols === "on" ? core.shortSymbol(PANEL_SYMBOL[panel], r, c) : core.formatNumber(v);
     const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
     const value = core.exactNumber(v);
     const sym = this.params.symbols === "on" ? " cvz-sym" : "";
-    return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}${sym}`, value, text,
+    const mark = answer ? ` cvz-${answer}` : ""; // practice: answered right or wrong
+    return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}${sym}${mark}`, value, text,
              label: `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
   }
 
@@ -629,7 +649,7 @@ class ExplorerView {
             const el = this.cells.get(cellKey(panel, a, b, r, c));
             const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
             if (el.className !== look.cls) el.className = look.cls;
-            if (el.dataset.value === look.value) continue; // same number: same text and label
+            if (el.dataset.value === look.value && el.textContent === look.text) continue; // same number, same text
             el.dataset.value = look.value;
             el.setAttribute("aria-label", look.label);
             el.textContent = look.text;
@@ -811,6 +831,77 @@ class ExplorerView {
     const same = this.pinned && ["panel", "a", "b", "r", "c"].every((k) => this.pinned[k] === info[k]);
     this.pinned = same ? null : info;
     this.showActive();
+    this.ask(this.pinned);
+  }
+
+  // -- practice: hidden result cells, the learner's answers, a score per setting ---------
+  practiceOn() {
+    return this.params.practice === "on" && !this.result.g.error;
+  }
+
+  score() {
+    const key = core.settingKey(this.params);
+    if (!this.scores.has(key)) this.scores.set(key, { answers: new Map(), right: 0 });
+    return this.scores.get(key);
+  }
+
+  // "hidden" (unanswered), "right", "wrong", or null (not a practice cell).
+  practiceState(panel, a, b, r, c) {
+    if (!this.practiceOn() || panel !== this.result.output) return null;
+    return this.score().answers.get(cellKey(panel, a, b, r, c)) || "hidden";
+  }
+
+  // Ask for the pinned cell's value, if it is a hidden one.
+  ask(cell) {
+    const form = this.q(".cvz-question");
+    const hidden = cell && !cell.pad && this.practiceState(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c) === "hidden";
+    form.hidden = !hidden;
+    if (!hidden) return;
+    this.asked = cell;
+    this.q(".cvz-ask").textContent = `${this.cellName(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c)} = `;
+    this.controls.answer.value = "";
+    this.q(".cvz-feedback").textContent = "";
+    this.controls.answer.focus({ preventScroll: true });
+  }
+
+  checkAnswer() {
+    const cell = this.asked;
+    if (!cell) return;
+    const feedback = this.q(".cvz-feedback");
+    const typed = this.controls.answer.value;
+    const answer = core.parseAnswer(typed);
+    if (Number.isNaN(answer)) { feedback.textContent = "Type a number (\u22123, 0.5 or 2)."; feedback.dataset.result = "none"; return; }
+    const value = this.value(cell.panel, cell.r, cell.c, cell.b || 0, cell.a || 0);
+    const name = this.cellName(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c);
+    const right = core.isRight(answer, value);
+    const score = this.score();
+    score.answers.set(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c), right ? "right" : "wrong");
+    if (right) score.right++;
+    feedback.dataset.result = right ? "right" : "wrong";
+    feedback.textContent = right ? `Right: ${name} = ${core.formatNumber(value)}.`
+      : `Not quite: you wrote ${core.formatNumber(answer)}, and ${name} = ${core.formatNumber(value)}. ` +
+        "Its worked sum and the cells that make it are lit.";
+    this.q(".cvz-question").hidden = true;
+    this.asked = null;
+    this.updateValues(); // the answered cell shows its number, marked
+    this.pinned = cell; // on a miss (and a hit) the worked sum shows how it is made
+    this.showActive();
+    this.showScore();
+  }
+
+  showScore() {
+    const box = this.q(".cvz-practice");
+    box.hidden = !this.practiceOn();
+    this.controls.play.disabled = this.controls.step.disabled = !box.hidden; // a walk would show every answer
+    if (box.hidden) return;
+    const t = this.result.tensors[this.result.output];
+    const total = t.batch * t.channels * t.rows * t.cols;
+    const score = this.score();
+    const el = this.q('[data-role="score"]');
+    el.dataset.right = score.right;
+    el.dataset.tried = score.answers.size;
+    el.textContent = `Practice: ${score.right} right of ${score.answers.size} tried \u00b7 ${total - score.answers.size} ` +
+      `cell${total - score.answers.size === 1 ? "" : "s"} left. Click a ? cell, type its value, check.`;
   }
 
   clearFocus() {
@@ -892,7 +983,7 @@ class ExplorerView {
     const products = info.lit.filter((h) => h.product !== undefined).length <= MAX_PRODUCT_LABELS;
     for (const h of info.lit) {
       const el = mark(h, h.cls);
-      if (el && products && h.product !== undefined)
+      if (el && products && h.product !== undefined && this.practiceState(h.panel, h.a || 0, h.b || 0, h.r, h.c) !== "hidden")
         el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
     }
     if (a.panel) mark(a, "cvz-source-cell");
@@ -971,6 +1062,9 @@ class ExplorerView {
         for (const r of core.ROLES) if (r !== "input") lit.push(cellOf(link, r, r === rec.result ? "cvz-target" : "cvz-in"));
       return { title: `${rec.transposed ? "Cropped" : "Padding"} cell (row ${f.r}, column ${f.c})`, note: notes.join(" "), lit };
     }
+    if (this.practiceState(f.panel, f.a || 0, f.b || 0, f.r, f.c) === "hidden")
+      return { title: `${this.cellName(f.panel, f.a || 0, f.b || 0, f.r, f.c)} = ?`, lit: [],
+               note: "Click it (or Enter), type its value, then check." };
     const v = this.value(f.panel, f.r, f.c, f.b || 0, f.a || 0);
     const head = `${this.cellName(f.panel, f.a || 0, f.b || 0, f.r, f.c)} = ${core.formatNumber(v)}`;
     const lostNote = () => [core.lostReason(g, "rows", f.r), core.lostReason(g, "cols", f.c)].filter(Boolean).join(" ");
@@ -1201,6 +1295,7 @@ class ExplorerView {
   }
 
   step() {
+    if (this.practiceOn()) return;
     const list = this.walkCells();
     if (!list.length) return;
     this.playIndex = (this.playIndex + 1) % list.length;
@@ -1216,6 +1311,7 @@ class ExplorerView {
   }
 
   play() {
+    if (this.practiceOn()) return; // walking would show every answer
     const list = this.walkCells();
     if (!list.length) return;
     if (this.playIndex >= list.length - 1) this.playIndex = -1;

@@ -80,6 +80,7 @@ class Explorer(anywidget.AnyWidget):
     seed = _trait("seed")
     values = _trait("values")
     symbols = _trait("symbols")
+    practice = _trait("practice")
     theme = _trait("theme")
 
     arrays = t.Dict().tag(sync=True)
@@ -183,6 +184,9 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
     symbols : {"off", "on"}, optional
         ``"on"`` labels the cells with their names (``x₁₂``; the full index on
         hover) and writes the op's sum as a formula beside the numbers.
+    practice : {"off", "on"}, optional
+        ``"on"`` hides the result's numbers: pick a cell, type its value, and the
+        explorer says right or wrong (on a miss, with the worked sum), keeping a score.
     theme : {"auto", "light", "dark"}, optional
         ``"auto"`` follows JupyterLab's, VS Code's or the system's theme.
     data_format : {"NHWC", "NCHW"}
