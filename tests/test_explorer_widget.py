@@ -225,4 +225,4 @@ def test_parameters_cover_the_issue_list():
     assert {"input_h", "input_w", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
             "padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_padding_h", "output_padding_w",
             "op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed",
-            "values", "symbols", "theme"} == set(PARAMS)
+            "values", "symbols", "practice", "theme"} == set(PARAMS)
