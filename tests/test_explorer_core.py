@@ -171,3 +171,50 @@ def test_the_exported_peer_code_computes_the_numbers_shown(exported_code, lang):
         np.testing.assert_allclose(got, ref.arrays[ref.output_panel], rtol=tol, atol=tol, err_msg=str(params))
         checked += 1
     assert checked >= 30, checked
+
+
+# Mutations of core.js, each a plausible slip, each of which the cross-check must catch:
+# (what it breaks, the exact text, what it becomes).  The text must occur exactly as many
+# times as given, so that a rewrite of core.js cannot leave a mutation silently unapplied.
+MUTATIONS = [
+    ("SAME puts the odd cell before", "return [Math.floor(need / 2), need - Math.floor(need / 2), need];",
+     "return [Math.ceil(need / 2), need - Math.ceil(need / 2), need];", 1),
+    ("a tap reads one row off", "return o * axis.stride - axis.before + t * axis.dilation;",
+     "return o * axis.stride - axis.before + t * axis.dilation + (t > 1 ? 1 : 0);", 1),
+    ("the transposed output's padding is symmetric",
+     '"EXPLICIT", padding, padding - outputPadding);', '"EXPLICIT", padding, padding);', 1),
+    ("a group reads the wrong input channels", "const ci = group * ch.inPerGroup + i;",
+     "const ci = i;", 2),
+    ("the depthwise multiplier indexes the filter wrongly", "co % ch.multiplier : co;",
+     "Math.floor(co / ch.convIn) % ch.multiplier : co;", 2),
+    ("padding reads count as x values", "if (xi >= 0) o[yi] += x[xi] * w[wi];",
+     "if (xi >= 0) o[yi] += x[xi] * w[wi]; else o[yi] += w[wi];", 1),
+    ("an input cell's worked sum skips the last output channel of its group",
+     "for (let co = group * ch.outPerGroup; co < (group + 1) * ch.outPerGroup; co++)",
+     "for (let co = group * ch.outPerGroup; co < (group + 1) * ch.outPerGroup - (ch.outPerGroup > 1 ? 1 : 0); co++)", 1),
+    ("data-index of a dense filter swaps I and O", 'return role === "filter" ? [r, c, a, b] : [a, r, c, b];',
+     'return role === "filter" ? [r, c, b, a] : [a, r, c, b];', 1),
+]
+
+
+@pytest.mark.parametrize("what, text, mutant, count", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_the_cross_check_catches_a_mutated_core(tmp_path, what, text, mutant, count):
+    node = _need_node()
+    source = (ROOT / "convviz" / "explorer" / "core.js").read_text(encoding="utf-8")
+    assert source.count(text) == count, f"the mutation's text is no longer in core.js: {text}"
+    (tmp_path / "core.js").write_text(source.replace(text, mutant), encoding="utf-8")
+    (tmp_path / "describe.mjs").write_text((ROOT / "tests" / "explorer" / "describe.mjs").read_text(encoding="utf-8"),
+                                           encoding="utf-8")
+    (tmp_path / "dump.mjs").write_text((ROOT / "tests" / "explorer" / "dump.mjs").read_text(encoding="utf-8").replace(
+        "../../convviz/explorer/core.js", "./core.js"), encoding="utf-8")
+    run = subprocess.run([node, str(tmp_path / "dump.mjs")], input=json.dumps(CASES), capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)["results"]
+    caught = 0
+    for params, got in zip(CASES, results):
+        try:
+            check_case(params, got)
+        except (AssertionError, IndexError):  # IndexError: a data-index outside convviz's array
+            caught += 1
+    assert caught > 0, f"no setting caught: {what}"
