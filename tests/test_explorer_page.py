@@ -750,20 +750,30 @@ SHOTS = {  # op -> (extra query, the hovered cell)
 }
 
 
+# The legibility case: 4 input and 4 output channels, a 3x3 kernel, at 1280x720 (one plane at a time).
+CHANNEL_SHOT = ("conv2d", "input=8&kernel=3&stride=1&padding=SAME&seed=4&in_channels=4&out_channels=4",
+                ("y", 3, 4, 1))
+
+
 @pytest.fixture(scope="module")
 def screenshots(browser, tmp_path_factory):
     pages = Pages(browser, tmp_path_factory.mktemp("shots"))
     ARTIFACTS.mkdir(exist_ok=True)
     taken = []
+    shots = [(op, op, extra, cell) for op, (extra, cell) in SHOTS.items()]
+    shots.append(("conv2d-4x4-channels", *CHANNEL_SHOT))
     try:
-        for op, (extra, (panel, r, c, ch)) in SHOTS.items():
+        for name, op, extra, (panel, r, c, ch) in shots:
             for theme in THEMES:
                 page = pages.open(f"?{extra}&op={op}&theme={theme}", viewport=VIEWPORT)
-                page.hover(sel(panel, r, c, ch))
+                target = page.locator(sel(panel, r, c, ch)).first
+                if not target.is_visible():  # a plane behind a tab: show it first
+                    page.click(f'[data-panel-tab="{panel}"][data-plane-tab="{target.get_attribute("data-plane")}"]')
+                target.hover()
                 page.wait_for_timeout(50)
-                path = ARTIFACTS / f"explorer-page-{op}-{theme}.png"
-                page.screenshot(path=str(path), full_page=True)
-                taken.append(dict(op=op, theme=theme, path=path, cell=(panel, r, c, ch),
+                path = ARTIFACTS / f"explorer-page-{name}-{theme}.png"
+                page.screenshot(path=str(path), full_page=name != "conv2d-4x4-channels")
+                taken.append(dict(op=op, name=name, theme=theme, path=path, cell=(panel, r, c, ch),
                                   search=page.evaluate("location.search"), sum=sum_state(page),
                                   root_theme=page.get_attribute(".cvz-explorer", "data-theme")))
         yield taken, pages
@@ -773,7 +783,7 @@ def screenshots(browser, tmp_path_factory):
 
 def test_screenshots_show_the_worked_sum_of_convviz(screenshots):
     taken, pages = screenshots
-    assert len(taken) == 2 * len(SHOTS) and set(SHOTS) == set(OPS)
+    assert len(taken) == 2 * (len(SHOTS) + 1) and set(SHOTS) == set(OPS)
     for shot in taken:
         p = params_from_query(shot["search"])
         assert p["op"] == shot["op"] and shot["root_theme"] == shot["theme"]
@@ -786,7 +796,7 @@ def test_screenshots_show_the_worked_sum_of_convviz(screenshots):
 
 def test_screenshot_files_exist(screenshots):
     taken, _ = screenshots
-    for op in OPS:
+    for op in (*OPS, "conv2d-4x4-channels"):
         for theme in THEMES:
             path = ARTIFACTS / f"explorer-page-{op}-{theme}.png"
             assert path.exists() and path.stat().st_size > 10_000, path
