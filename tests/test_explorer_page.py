@@ -1059,3 +1059,28 @@ def test_practice_hides_the_result_checks_answers_and_shows_the_sum_on_a_miss(pa
     page.dispatch_event('[name="seed"]', "change")
     assert score.get_attribute("data-tried") == "2"
     pages.check_offline()
+
+
+def test_conv_transpose2d_draws_the_convolution_it_transposes(pages):
+    """The toggle draws conv2d's grids: y's grid (its input) and x's (its output); an x cell's window on
+    y's grid is exactly where conv_transpose2d scatters it; output_padding's row past the last window is marked."""
+    p = setting(op="conv_transpose2d", input_h=3, input_w=4, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2,
+                padding="EXPLICIT", pad_top=0, pad_bottom=0, pad_left=1, pad_right=1, output_padding_h=1, seed=4)
+    page = open_setting(pages, p)
+    button = page.locator('[name="as_convolution"]')
+    assert button.is_visible() and page.locator('[data-role="convolution"]').is_hidden()
+    button.click()
+    figure = page.locator('[data-role="convolution"]')
+    assert figure.is_visible() and "conv2d with the same weights" in figure.text_content()
+    assert "1 row past its last window" in figure.text_content()
+    lost = page.eval_on_selector_all(".cvz-mini-lost", "els => els.map(e => e.dataset.convCell)")
+    assert lost and all(cell.split("|")[1] == "7" for cell in lost)  # y's row 7: output_padding's, reached by nothing
+    for r, c in [(0, 0), (1, 2), (2, 3)]:
+        page.hover(sel("x", r, c))
+        targets = lit(cells(page, "y"), "cvz-target")
+        window = page.eval_on_selector_all(".cvz-mini-in", "els => els.map(e => e.dataset.convCell)")
+        assert {tuple(int(v) for v in cell.split("|")[1:]) for cell in window if cell.startswith("in|")} == targets
+        assert page.eval_on_selector_all(".cvz-mini-focus", "els => els.map(e => e.dataset.convCell)") == [f"out|{r}|{c}"]
+    page.select_option('[name="op"]', "conv2d")
+    assert button.is_hidden() and figure.is_hidden()
+    pages.check_offline()

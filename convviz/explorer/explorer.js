@@ -113,6 +113,7 @@ class ExplorerView {
     this.timer = null;
     this.speed = 2;
     this.scores = new Map(); // setting key -> { answers: Map(cell key -> "right" | "wrong"), right }
+    this.showConvolution = false; // conv_transpose2d: draw the convolution it transposes
     this.shownPlanes = {}; // panel -> "a,b": the plane a panel shows when it shows one at a time
     this.planeMode = "auto"; // "auto", "all" or "one": the planes button's choice
     this.unsubscribe = [];
@@ -139,6 +140,7 @@ class ExplorerView {
           <div class="cvz-message" role="alert" hidden></div>
           <div class="cvz-notice" role="status" hidden></div>
           <div class="cvz-panels" role="application" aria-label="convolution panels"></div>
+          <figure class="cvz-conv" data-role="convolution" hidden></figure>
         </div>
         <aside class="cvz-info">
           ${this.walkHtml()}
@@ -185,6 +187,11 @@ class ExplorerView {
       }
     }
     this.q(".cvz-question").addEventListener("submit", (e) => { e.preventDefault(); this.checkAnswer(); });
+    this.controls.as_convolution.addEventListener("click", () => {
+      this.showConvolution = !this.showConvolution;
+      this.renderConvolution();
+      this.showActive();
+    });
     this.controls.save_svg.addEventListener("click", () => this.saveSlide("svg"));
     this.controls.save_png.addEventListener("click", () => this.saveSlide("png"));
     this.codeBox = this.q(".cvz-code-box");
@@ -237,6 +244,7 @@ class ExplorerView {
       <button type="button" name="step">step \u2192</button>
       <select name="speed" aria-label="speed">${speeds}</select>
       <button type="button" name="planes" aria-pressed="false" hidden>one channel at a time</button>
+      <button type="button" name="as_convolution" aria-pressed="false" hidden>the convolution it transposes</button>
       <button type="button" name="save_svg" title="what is on screen as an SVG for a slide (1280\u00d7720)">save SVG</button>
       <button type="button" name="save_png" title="what is on screen as a PNG for a slide (2560\u00d71440)">save PNG</button></div>`;
   }
@@ -316,6 +324,7 @@ class ExplorerView {
     this.renderPanels();
     this.showMessages();
     this.showScore();
+    this.renderConvolution();
     if (!this.practiceOn()) this.q(".cvz-question").hidden = true;
     this.renderCode();
     this.restoreFocus();
@@ -836,6 +845,63 @@ class ExplorerView {
     this.ask(this.pinned);
   }
 
+  // -- conv_transpose2d: the convolution it transposes, drawn beside it -------------------
+  // Its input is y's grid, padded (padding, padding - output_padding) -- output_padding's
+  // rows past the last window get nothing -- and its output is x's grid: the window the
+  // convolution reads for an x cell is exactly where conv_transpose2d scatters that cell.
+  renderConvolution() {
+    const box = this.q(".cvz-conv");
+    const { g } = this.result;
+    const on = g.record.transposed && !g.error;
+    this.controls.as_convolution.hidden = !g.record.transposed;
+    this.controls.as_convolution.setAttribute("aria-pressed", String(on && this.showConvolution));
+    this.controls.as_convolution.textContent = this.showConvolution ? "hide the convolution" : "the convolution it transposes";
+    box.hidden = !(on && this.showConvolution);
+    this.convCells = new Map();
+    if (box.hidden) { box.innerHTML = ""; return; }
+    const R = g.rows, C = g.cols, p = g.params;
+    const grid = (kind, rows, cols, before, after, left, right) => {
+      let cells = "";
+      for (let r = -before; r < rows + after; r++)
+        for (let c = -left; c < cols + right; c++) {
+          const real = r >= 0 && r < rows && c >= 0 && c < cols;
+          const beyond = kind === "in" && real && (R.coverage[r] === 0 || C.coverage[c] === 0);
+          cells += `<div class="cvz-mini${real ? "" : " cvz-mini-pad"}${beyond ? " cvz-mini-lost" : ""}" data-conv-cell="${kind}|${r}|${c}"` +
+            ` title="${kind === "in" ? "y" : "x"} row ${r}, column ${c}${real ? "" : " (padding)"}"></div>`;
+        }
+      return `<div class="cvz-mini-grid" style="grid-template-columns: repeat(${cols + left + right}, var(--mini))">${cells}</div>`;
+    };
+    const pair = (a, b) => (a === b ? `${a}` : `${a}, ${b}`);
+    // a negative pad: output_padding's rows (columns) past the convolution's last window
+    const padWords = (n, unit) => (n >= 0 ? `${n}` : `0 (and ${-n} ${unit}${n === -1 ? "" : "s"} past its last window)`);
+    box.innerHTML = `<figcaption><b>The convolution it transposes</b>: conv2d with the same weights (as HWIO, ` +
+      `in and out channels swapped), stride ${pair(p.stride_h, p.stride_w)}, dilation ${pair(p.dilation_h, p.dilation_w)}, ` +
+      `pads top ${R.before}, bottom ${padWords(R.after, "row")}, left ${C.before}, right ${padWords(C.after, "column")}, ` +
+      `maps y's ${R.input}\u00d7${C.input} to ` +
+      `x's ${R.out}\u00d7${C.out}. conv_transpose2d is its input gradient: each x cell scatters through W into exactly ` +
+      `the window the convolution reads for it.${R.after < 0 || C.after < 0 ? " output_padding's rows past the last window " +
+      "(marked) get nothing." : ""}</figcaption>` +
+      `<div class="cvz-mini-row"><div><div class="cvz-mini-title">its input: y's grid</div>` +
+      `${grid("in", R.input, C.input, R.before, Math.max(0, R.after), C.before, Math.max(0, C.after))}</div>` +
+      `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` +
+      `<div><div class="cvz-mini-title">its output: x's grid</div>${grid("out", R.out, C.out, 0, 0, 0, 0)}</div></div>`;
+    for (const el of box.querySelectorAll("[data-conv-cell]")) this.convCells.set(el.dataset.convCell, el);
+  }
+
+  // The focused cell's window (an x cell) or readers (a y cell) on the convolution's grids.
+  markConvolution(focus, lit) {
+    for (const el of this.convLit || []) el.classList.remove("cvz-mini-in", "cvz-mini-focus");
+    this.convLit = [];
+    if (!this.convCells || !this.convCells.size || !focus || !focus.panel) return;
+    const light = (kind, r, c, cls) => {
+      const el = this.convCells.get(`${kind}|${r}|${c}`);
+      if (el) { el.classList.add(cls); this.convLit.push(el); }
+    };
+    const kindOf = { y: "in", x: "out" };
+    if (kindOf[focus.panel]) light(kindOf[focus.panel], focus.r, focus.c, "cvz-mini-focus");
+    for (const h of lit) if (kindOf[h.panel]) light(kindOf[h.panel], h.r, h.c, "cvz-mini-in");
+  }
+
   // -- practice: hidden result cells, the learner's answers, a score per setting ---------
   practiceOn() {
     return this.params.practice === "on" && !this.result.g.error;
@@ -978,6 +1044,7 @@ class ExplorerView {
     this.sumEl.dataset.value = sum ? core.exactNumber(sum.value) : "";
     this.sumEl.innerHTML = sum ? this.sumHtml(sum) : "";
     this.markPlanes(info ? info.lit : []);
+    this.markConvolution(a, info ? info.lit : []);
     if (!info) return;
     if (this.onePlane && a.panel) this.followPin(a, info.lit);
     // Products are written on the targets while they are few enough to read (a dy cell's
