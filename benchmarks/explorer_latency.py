@@ -6,7 +6,9 @@ The standalone page (``convviz.explorer.write_page``) is opened from ``file://``
 Debian's Chromium (``/usr/bin/chromium``, or ``$CONVVIZ_CHROMIUM``) through
 Playwright, offline (every non-``file:`` request is aborted), at a 1280x720
 viewport, with a 24x24 input and a 5x5 kernel, SAME padding, stride 1 and stride 2,
-for each of the three ops.  Everything is timed inside the page with
+for the input gradient, the depthwise filter gradient and the forward pass; and with a
+16x16 input, 4 input and 4 output channels and a 3x3 kernel (the panels one plane at a
+time, as the page shows them) for the three dense ops.  Everything is timed inside the page with
 ``performance.now()``:
 
 * hover: ``mouseover`` dispatched on a cell (the panels' delegated handler runs
@@ -48,15 +50,22 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1280, "height": 720}
 TARGET_MS = {"hover": 16.0, "change": 50.0}
-CASES = {  # name -> URL query (input 24x24, kernel 5x5, SAME)
-    "24x24 k5 s1": "input=24&kernel=5&stride=1&dilation=1&padding=SAME",
-    "24x24 k5 s2": "input=24&kernel=5&stride=2&dilation=1&padding=SAME",
+# name -> (URL query, the ops timed on it, control -> (value to flip to, the case's own value)):
+# one channel at 24x24 with a 5x5 kernel, and several channels (4 in, 4 out, 3x3) at 16x16, whose
+# panels show one plane at a time; kernel_w keeps the output size under SAME.
+ONE_CHANNEL_OPS = ("conv2d_backprop_input", "depthwise_conv2d_native_backprop_filter", "conv2d")
+DENSE_OPS = ("conv2d_backprop_input", "conv2d_backprop_filter", "conv2d")
+CASES = {
+    "24x24 k5 s1": ("input=24&kernel=5&stride=1&dilation=1&padding=SAME", ONE_CHANNEL_OPS,
+                    {"seed": ("1", "0"), "kernel_w": ("3", "5"), "padding": ("VALID", "SAME")}),
+    "24x24 k5 s2": ("input=24&kernel=5&stride=2&dilation=1&padding=SAME", ONE_CHANNEL_OPS,
+                    {"seed": ("1", "0"), "kernel_w": ("3", "5"), "padding": ("VALID", "SAME")}),
+    "16x16 4>4 k3": ("input=16&kernel=3&stride=1&dilation=1&padding=SAME&in_channels=4&out_channels=4", DENSE_OPS,
+                     {"seed": ("1", "0"), "kernel_w": ("5", "3"), "padding": ("VALID", "SAME")}),
 }
-OPS = ("input_grad", "depthwise_filter_grad", "forward")
-HOVER_PANELS = {"input_grad": ("dx", "dy", "w"), "depthwise_filter_grad": ("dw", "x", "dy"), "forward": ("y", "x", "w")}
+HOVER_PANELS = {"conv2d_backprop_input": ("dx", "dy", "w"), "depthwise_conv2d_native_backprop_filter": ("dw", "x", "dy"),
+                "conv2d": ("y", "x", "w"), "conv2d_backprop_filter": ("dw", "x", "dy")}
 PANEL_NAMES = {"x": "x cell", "w": "W tap", "dy": "dy cell", "dx": "dx cell", "dw": "dW tap", "y": "y cell"}
-# control -> (value to flip to, the case's own value); kernel_w keeps the output size under SAME
-CHANGES = {"seed": ("1", "0"), "kernel_w": ("3", "5"), "padding": ("VALID", "SAME")}
 WARMUP = 5
 
 FRAME_JS = "const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));"
@@ -96,9 +105,9 @@ CHANGE_JS = """async ({ name, values, reps }) => {
 LEAVE_JS = """() => { document.querySelector(".cvz-panels").dispatchEvent(new MouseEvent("mouseleave"));
   if (document.querySelector(".cvz-in, .cvz-target, .cvz-pinned")) throw new Error("cells still lit"); }"""
 
-CELLS_JS = """(panel) => [...document.querySelectorAll(`[data-panel="${panel}"]:not([data-pad])`)].map((e) =>
-  `[data-panel="${panel}"][data-row="${e.dataset.row}"][data-col="${e.dataset.col}"]` +
-  (e.dataset.channel === undefined ? "" : `[data-channel="${e.dataset.channel}"]`))"""
+# The panel's visible numbered cells (a plane behind a tab is not what a user points at).
+CELLS_JS = """(panel) => [...document.querySelectorAll(`[data-panel="${panel}"]:not([data-pad])`)]
+  .filter((e) => e.offsetParent !== null).map((e) => `[data-panel="${panel}"][data-index="${e.dataset.index}"]`)"""
 
 
 def cpu_model() -> str:
@@ -161,8 +170,8 @@ def run(repeat: int, quiet: bool = False) -> dict:
         try:
             context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
             context.route("**/*", route)
-            for case, q in CASES.items():
-                for op in OPS:
+            for case, (q, ops, changes) in CASES.items():
+                for op in ops:
                     url = f"{path.as_uri()}?{q}&op={op}&seed=0&theme=light"
                     page, errors = open_page(context, url)
                     # hover: every panel, many different cells
@@ -175,7 +184,7 @@ def run(repeat: int, quiet: bool = False) -> dict:
                                          lit=int(statistics.median(got["lit"])), **summary(got["times"])))
                     # parameter change: redraw everything (the pointer has left the panels, nothing lit)
                     page.evaluate(LEAVE_JS)
-                    for name, (other, base) in CHANGES.items():
+                    for name, (other, base) in changes.items():
                         page.evaluate(CHANGE_JS, {"name": name, "values": [other, base], "reps": 2 * WARMUP})
                         reps = repeat + repeat % 2  # even: the page ends on the case's own setting
                         got = page.evaluate(CHANGE_JS, {"name": name, "values": [other, base], "reps": reps})
@@ -208,11 +217,11 @@ def table(report: dict) -> str:
              f"viewport {report['viewport']['width']}x{report['viewport']['height']}",
              "times in ms (handler + forced layout, in-page performance.now()); ok = p95 within target; "
              "lit = cells lit (hover) or cells drawn (change), median",
-             f"{'case':12} {'op':11} {'measure':27} {'n':>3} {'lit':>5} {'min':>6} {'median':>7} {'p95':>6} "
+             f"{'case':12} {'op':40} {'measure':27} {'n':>3} {'lit':>5} {'min':>6} {'median':>7} {'p95':>6} "
              f"{'max':>6}  target"]
     for r in report["results"]:
         measure = f"{r['kind']} {r['what']}"
-        lines.append(f"{r['case']:12} {r['op']:11} {measure:27} {r['n']:>3} {r['lit']:>5} {r['min']:6.2f} "
+        lines.append(f"{r['case']:12} {r['op']:40} {measure:27} {r['n']:>3} {r['lit']:>5} {r['min']:6.2f} "
                      f"{r['median']:7.2f} {r['p95']:6.2f} {r['max']:6.2f}  <= {r['target']:.0f} "
                      f"{'ok' if r['ok'] else 'OVER'}")
     for kind in ("hover", "change"):

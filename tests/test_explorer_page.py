@@ -1084,3 +1084,35 @@ def test_conv_transpose2d_draws_the_convolution_it_transposes(pages):
     page.select_option('[name="op"]', "conv2d")
     assert button.is_hidden() and figure.is_hidden()
     pages.check_offline()
+
+
+def test_a_redraw_keeps_the_cells_of_panels_it_does_not_reshape(pages):
+    """A new seed rewrites numbers in place; a new kernel width rebuilds the filter (and the padded input,
+    whose SAME pads change) but keeps the output's cell elements."""
+    p = setting(op="conv2d", input_h=16, input_w=16, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
+                in_channels=4, out_channels=4, seed=0)
+    page = open_setting(pages, p)
+    tag = """() => { for (const e of document.querySelectorAll('[data-panel="y"], [data-panel="x"]')) e._kept = true; }"""
+    kept = """(panel) => { const els = [...document.querySelectorAll(`[data-panel="${panel}"]`)];
+                     return [els.length, els.filter((e) => e._kept).length]; }"""
+    page.evaluate(tag)
+    page.fill('[name="seed"]', "1")
+    page.dispatch_event('[name="seed"]', "change")
+    n, same = page.evaluate(kept, "y")
+    assert n == same == 4 * 16 * 16
+    _check_every_index(page, dict(p, seed=1))
+    page.fill('[name="kernel_w"]', "5")
+    page.dispatch_event('[name="kernel_w"]', "change")
+    n, same = page.evaluate(kept, "y")
+    assert n == same == 4 * 16 * 16  # y's shape is the same under SAME: its cells stay
+    assert page.evaluate(kept, "x")[1] == 0  # x's pads changed: rebuilt
+    _check_every_index(page, dict(p, seed=1, kernel_w=5))
+    pages.check_offline()
+
+
+def _check_every_index(page, p: dict[str, Any]) -> None:
+    """Every tensor's every cell on the page (hidden planes too) holds convviz's value at its data-index."""
+    for name, array in compute(p).arrays.items():
+        shown = _index_cells(page, name)
+        assert len(shown) == array.size, name
+        assert all(value == array[index] for index, value in shown.items()), name

@@ -311,6 +311,13 @@ export function tensorIndex(g, role, [a, b, r, c]) {
   return role === "filter" ? [r, c, a, b] : [a, r, c, b];
 }
 
+// tensorIndex(g, role, [a, b, r, c]) as the DOM writes it ("0,1,2,3"), without building arrays:
+// it runs for every cell of every redraw.
+export function indexText(g, role, a, b, r, c) {
+  if (g.record.transposed) return role === "filter" ? `${b},${a},${r},${c}` : `${a},${b},${r},${c}`;
+  return role === "filter" ? `${r},${c},${a},${b}` : `${a},${r},${c},${b}`;
+}
+
 // The names of a role's tensor's axes, in tensorIndex's order.
 export function layoutNames(g, role) {
   if (g.record.transposed) return role === "filter" ? ["c_in", "c_out/groups", "kh", "kw"] : ["n", "c", "h", "w"];

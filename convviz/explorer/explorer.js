@@ -206,7 +206,6 @@ class ExplorerView {
     });
     this.controls.planes.addEventListener("click", () => {
       this.planeMode = this.onePlane ? "all" : "one";
-      this.structure = null; // the panels' DOM depends on it
       this.renderPanels();
       this.restoreFocus();
     });
@@ -316,6 +315,7 @@ class ExplorerView {
     for (const [name, t] of Object.entries(arrays)) if (t) given[name] = fromWire(t);
     this.given = given;
     this.result = core.compute(this.params, given);
+    this.roleOfPanel = core.opPanels(this.params.op).roleOf;
     this.root.dataset.numbers = "page"; // "kernel" once Python's reply for this setting is in
     this.applyTheme(false);
     this.syncControls();
@@ -416,39 +416,82 @@ class ExplorerView {
     return Math.max(24, Math.min(54, Math.floor((width - infoWidth - overhead) / cells) - 2));
   }
 
-  renderPanels(size) {
+  // Draw the panels.  Each panel's DOM is kept while its structure (shape, pads, planes,
+  // words) stays the same, and only its numbers, colours and labels are rewritten: a change
+  // of one control rebuilds only the panels it reshapes (a kernel size: the filter alone).
+  // The cell size is a CSS variable, so a new size rebuilds nothing.
+  renderPanels() {
     const { g, tensors } = this.result;
     this.clearLit();
-    this.cells = new Map();
     if (g.error) {
-      this.panelsEl.innerHTML = "";
+      this.panelsEl.replaceChildren();
       this.panelsEl.style.removeProperty("--cell");
-      this.structure = this.cellMap = null;
+      this.panelState = new Map();
+      this.cells = new Map();
+      this.layoutKey = null;
       return;
     }
-    const op = this.params.op;
-    let cellSize = size || this.cellSize(g);
-    if (!size && this.fit && this.fit.base === this.structureKey(g, cellSize)) cellSize = this.fit.size;
-    const structure = this.structureKey(g, cellSize);
-    if (structure === this.structure && this.cellMap) {
-      this.cells = this.cellMap;
-      this.updateValues();
-      return;
-    }
-    this.structure = structure;
-    this.size = cellSize;
+    const { layout, padded } = core.opPanels(this.params.op);
     this.choosePlaneMode(g, tensors);
-    this.panelsEl.style.setProperty("--cell", `${this.size}px`);
-    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(this.size * 0.4))}px`);
-    const keys = []; // cell keys in document order: no querying and parsing of 1000s of cells after
-    const { layout, padded } = core.opPanels(op);
-    this.panelsEl.innerHTML = layout.map((panel, i) => {
-      const arrow = i === 2 ? `<div class="cvz-arrow" aria-hidden="true">\u2192</div>` : "";
-      return arrow + this.panelHtml(panel, tensors[panel], panel === padded, keys);
-    }).join("");
-    const elements = this.panelsEl.getElementsByClassName("cvz-cell");
-    for (let i = 0; i < keys.length; i++) this.cells.set(keys[i], elements[i]);
-    this.cellMap = this.cells;
+    const keys = layout.map((panel) => this.panelKey(panel));
+    const layoutKey = keys.join("\n");
+    let cellSize = this.cellSize(g);
+    if (this.fit && this.fit.base === layoutKey) cellSize = Math.min(cellSize, this.fit.size);
+    this.layoutKey = layoutKey;
+    this.setCellSize(cellSize);
+    const state = this.panelState || new Map();
+    const next = new Map(), reused = [];
+    for (const [i, panel] of layout.entries()) {
+      const old = state.get(panel);
+      if (old && old.key === keys[i]) { next.set(panel, old); reused.push(panel); continue; }
+      const cellKeys = [];
+      const template = document.createElement("template");
+      template.innerHTML = this.panelHtml(panel, tensors[panel], panel === padded, cellKeys);
+      const el = template.content.firstElementChild;
+      const cells = new Map(), list = [];
+      const elements = el.getElementsByClassName("cvz-cell");
+      for (let k = 0; k < cellKeys.length; k++) {
+        const cell = elements[k];
+        cells.set(cellKeys[k], cell);
+        // numbered cells come in (a, b, row, col) order within their panel
+        if (cell.hasAttribute("data-value"))
+          list.push({ el: cell, cls: cell.className, value: cell.getAttribute("data-value"), text: cell.textContent });
+      }
+      next.set(panel, { key: keys[i], el, cells, list });
+    }
+    this.panelState = next;
+    const arrow = this.arrowEl || (this.arrowEl = Object.assign(document.createElement("div"),
+      { className: "cvz-arrow", textContent: "\u2192" }));
+    arrow.setAttribute("aria-hidden", "true");
+    const nodes = layout.map((panel) => next.get(panel).el);
+    nodes.splice(2, 0, arrow);
+    const children = this.panelsEl.children;
+    if (children.length !== nodes.length || nodes.some((node, i) => children[i] !== node)) this.panelsEl.replaceChildren(...nodes);
+    this.cells = new Map();
+    this.cellLists = {};
+    for (const [panel, s] of next) {
+      for (const [k, cell] of s.cells) this.cells.set(k, cell);
+      this.cellLists[panel] = s.list;
+    }
+    if (reused.length) this.updateValues(reused);
+  }
+
+  setCellSize(size) {
+    this.size = size;
+    this.panelsEl.style.setProperty("--cell", `${size}px`);
+    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
+  }
+
+  // What a panel's DOM depends on, but for its numbers, colours and labels (which
+  // updateValues rewrites in place).
+  panelKey(panel) {
+    const { g, tensors } = this.result;
+    const t = tensors[panel], ch = g.channels, { padded, roleOf } = core.opPanels(this.params.op);
+    const arrays = this.model.get("arrays") || {};
+    const caption = Boolean(arrays[panel]) && this.given[panel] === t;
+    const axes = panel === padded ? [g.rows.before, g.rows.after, g.cols.before, g.cols.after, g.rows.lost, g.cols.lost] : [];
+    return JSON.stringify([this.params.op, panel, roleOf[panel], t.batch, t.channels, t.rows, t.cols, axes, ch.groups,
+                           ch.inPerGroup, ch.multiplier, this.onePlane, caption, this.root.dataset.theme]);
   }
 
   // All planes stacked while they stay short enough to scan; beyond that (or when asked)
@@ -571,9 +614,8 @@ class ExplorerView {
     const needed = Array.from(boxes).reduce((sum, b) => sum + b.offsetWidth + 18, 60);
     const smaller = Math.max(24, Math.floor(this.size * Math.min(1, this.panelsEl.clientWidth / needed)) - 1);
     if (smaller >= this.size) return;
-    this.fit = { base: this.structure, size: smaller }; // the next redraw of this structure starts there
-    this.renderPanels(smaller);
-    this.restoreFocus();
+    this.fit = { base: this.layoutKey, size: smaller }; // the next redraw of these panels starts there
+    this.setCellSize(smaller);
   }
 
   // The rows and columns of `panel` that no window reads (only the padded panel shows
@@ -617,8 +659,7 @@ class ExplorerView {
   cellName(panel, a, b, r, c) {
     const ch = this.result.g.channels;
     if (ch.batch * ch.convIn * ch.convOut === 1) return `${PANEL_SYMBOL[panel]}[${r},${c}]`;
-    const role = core.opPanels(this.params.op).roleOf[panel];
-    return `${PANEL_SYMBOL[panel]}[${core.tensorIndex(this.result.g, role, [a, b, r, c]).join(",")}]`;
+    return `${PANEL_SYMBOL[panel]}[${core.indexText(this.result.g, this.roleOfPanel[panel], a, b, r, c)}]`;
   }
 
   // Class, value, label, colours and text of one numbered cell.
@@ -637,34 +678,32 @@ class ExplorerView {
              label: `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
   }
 
-  // What the panels' DOM depends on, but for the numbers: equal keys let a redraw
-  // rewrite the numbers in place instead of building 1000s of cells again.
-  structureKey(g, size) {
-    const p = { ...this.params, seed: 0, values: "" };
-    const arrays = this.model.get("arrays") || {};
-    const captions = core.opPanels(p.op).layout.map((panel) => Boolean(arrays[panel]) && this.given[panel] === this.result.tensors[panel]);
-    return `${core.settingKey(p)}|${this.root.dataset.theme}|${size}|${captions}`;
-  }
-
   // Rewrite every numbered cell's number, colour and label, and the legends, in place.
-  updateValues() {
+  updateValues(panels = core.opPanels(this.params.op).layout) {
     const { tensors } = this.result;
     const prefix = this.paletteClass();
-    for (const panel of core.opPanels(this.params.op).layout) {
+    for (const panel of panels) {
       const t = tensors[panel];
       const vmax = this.scale(t);
       const { rows: lostRows, cols: lostCols, word: lostWord } = this.lostOf(panel);
-      for (const [a, b] of this.planes(t))
-        for (let r = 0; r < t.rows; r++)
-          for (let c = 0; c < t.cols; c++) {
-            const el = this.cells.get(cellKey(panel, a, b, r, c));
-            const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
-            if (el.className !== look.cls) el.className = look.cls;
-            if (el.dataset.value === look.value && el.textContent === look.text) continue; // same number, same text
-            el.dataset.value = look.value;
-            el.setAttribute("aria-label", look.label);
-            el.textContent = look.text;
-          }
+      const list = this.cellLists[panel]; // the panel's numbered cells, in (a, b, row, col) order, as last drawn
+      let i = 0;
+      for (let a = 0; a < t.batch; a++)
+        for (let b = 0; b < t.channels; b++)
+          for (let r = 0; r < t.rows; r++)
+            for (let c = 0; c < t.cols; c++, i++) {
+              const entry = list[i];
+              const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+              const el = entry.el;
+              if (entry.cls !== look.cls) { el.className = look.cls; entry.cls = look.cls; }
+              if (entry.value === look.value && entry.text === look.text) continue; // same number, same text
+              el.setAttribute("data-value", look.value);
+              el.setAttribute("aria-label", look.label);
+              if (el.firstChild) el.firstChild.nodeValue = look.text;
+              else el.textContent = look.text;
+              entry.value = look.value;
+              entry.text = look.text;
+            }
       const ends = this.panelsEl.querySelectorAll(`[data-panel-box="${panel}"] .cvz-legend > span:not(.cvz-ramp)`);
       ends[0].textContent = core.formatNumber(-vmax);
       ends[1].textContent = core.formatNumber(vmax);
@@ -709,7 +748,7 @@ class ExplorerView {
             continue;
           }
           const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
-          const index = core.tensorIndex(g, role, [a, b, r, c]).join(",");
+          const index = core.indexText(g, role, a, b, r, c);
           cells += `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-index="${index}"` +
             ` data-value="${look.value}" tabindex="-1" role="gridcell" aria-label="${look.label}">${look.text}</div>`;
         }

@@ -144,3 +144,12 @@ test("symbols: short names and the op's sum as a formula with the setting's numb
   assert.match(core.toQuery({ symbols: "on" }), /symbols=on/);
   assert.equal(core.parseQuery("?symbols=on").symbols, "on");
 });
+
+test("indexText writes tensorIndex as the DOM does, for every op and role", () => {
+  for (const op of core.OPS) {
+    const g = core.geometry({ op, in_channels: 2, out_channels: 2, multiplier: 2, batch: 2 });
+    for (const role of core.ROLES)
+      for (const cell of [[0, 1, 2, 0], [1, 0, 0, 2], [1, 1, 1, 1]])
+        assert.equal(core.indexText(g, role, ...cell), core.tensorIndex(g, role, cell).join(","), `${op} ${role}`);
+  }
+});
