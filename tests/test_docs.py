@@ -120,6 +120,27 @@ def test_every_notebook_is_an_executed_page(site):
                 f"{notebook.name} draws figures but its page shows none"
 
 
+def test_every_lesson_embeds_the_explorer_at_its_preset(site):
+    """Each course page shows the offline explorer (it computes in the page, no kernel) at its
+    lesson's setting; the one-layer and transposed-convolution lessons use the new modes."""
+    sys.path.insert(0, str(ROOT / "docs" / "_sphinxext"))
+    from convviz_docs import LESSON_EXPLORERS
+
+    from convviz.explorer._setting import OPS
+
+    assert sorted(LESSON_EXPLORERS) == sorted(n.stem for n in NOTEBOOKS)
+    for notebook in NOTEBOOKS:
+        page = _parse(site / "course" / f"{notebook.stem}.html")
+        frames = [v for tag, _, v in page.links if tag == "iframe"]
+        query = LESSON_EXPLORERS[notebook.stem][0]
+        assert frames == [f"../explorer.html?{query}"], notebook.name
+        op = dict(part.split("=") for part in query.split("&"))["op"]
+        assert op in OPS, (notebook.name, op)
+    assert "op=conv_transpose2d" in LESSON_EXPLORERS["09_transposed_convolution_in_practice"][0]
+    one_layer = LESSON_EXPLORERS["07_one_layer_forward_and_backward"][0]
+    assert "op=conv2d_backprop_filter" in one_layer and "in_channels=2" in one_layer and "batch=2" in one_layer
+
+
 def _ids(site: Path) -> set[str]:
     found: set[str] = set()
     for page in (site / "api").glob("*.html"):

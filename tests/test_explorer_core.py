@@ -40,13 +40,18 @@ def _need_node() -> str:
     return NODE
 
 
-@pytest.fixture(scope="module")
-def node_results():
+def _node_json(script: Path, settings: list[dict[str, Any]]) -> Any:
+    """What a Node script of tests/explorer/ writes for these settings (JSON on stdin and stdout)."""
     node = _need_node()
-    run = subprocess.run([node, str(ROOT / "tests" / "explorer" / "dump.mjs")], input=json.dumps(CASES),
-                         capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run([node, str(script)], input=json.dumps(settings), capture_output=True, text=True, timeout=120,
+                         check=False)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def node_results():
+    return _node_json(ROOT / "tests" / "explorer" / "dump.mjs", CASES)
 
 
 def test_node_unit_tests():
@@ -126,16 +131,12 @@ def test_python_values_mirror_the_hash():
 
 
 # Every op, channels, groups, batch, explicit pads, dilation, output_padding: one setting in 6.
-CODE_CASES = [c for c in CASES[::6]]
+CODE_CASES = CASES[::6]
 
 
 @pytest.fixture(scope="module")
 def exported_code():
-    node = _need_node()
-    run = subprocess.run([node, str(ROOT / "tests" / "explorer" / "code.mjs")], input=json.dumps(CODE_CASES),
-                         capture_output=True, text=True, timeout=120, check=False)
-    assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)
+    return _node_json(ROOT / "tests" / "explorer" / "code.mjs", CODE_CASES)
 
 
 def _run_exported(code: dict[str, str]) -> np.ndarray:
@@ -199,7 +200,6 @@ MUTATIONS = [
 
 @pytest.mark.parametrize("what, text, mutant, count", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_the_cross_check_catches_a_mutated_core(tmp_path, what, text, mutant, count):
-    node = _need_node()
     source = (ROOT / "convviz" / "explorer" / "core.js").read_text(encoding="utf-8")
     assert source.count(text) == count, f"the mutation's text is no longer in core.js: {text}"
     (tmp_path / "core.js").write_text(source.replace(text, mutant), encoding="utf-8")
@@ -207,10 +207,7 @@ def test_the_cross_check_catches_a_mutated_core(tmp_path, what, text, mutant, co
                                            encoding="utf-8")
     (tmp_path / "dump.mjs").write_text((ROOT / "tests" / "explorer" / "dump.mjs").read_text(encoding="utf-8").replace(
         "../../convviz/explorer/core.js", "./core.js"), encoding="utf-8")
-    run = subprocess.run([node, str(tmp_path / "dump.mjs")], input=json.dumps(CASES), capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout)["results"]
+    results = _node_json(tmp_path / "dump.mjs", CASES)["results"]
     caught = 0
     for params, got in zip(CASES, results):
         try:

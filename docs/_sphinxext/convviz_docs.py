@@ -62,16 +62,63 @@ def course_notebooks() -> list[Path]:
     return sorted(p for p in NOTEBOOKS.glob("*.md") if NOTEBOOK_NAME.match(p.name))
 
 
-def _site_text(text: str) -> str:
+#: Each lesson's explorer: the setting its page embeds, live (the offline explorer computes in the
+#: page, no kernel needed), and what to point at.  Every course notebook has one (tests/test_docs.py).
+LESSON_EXPLORERS = {
+    "01_first_contact_1d": ("input=1x9&kernel=1x3&stride=1&padding=VALID&op=conv2d",
+                            "one row: each output is the sum of three products"),
+    "02_convolution_as_a_matrix": ("input=4&kernel=3&stride=1&padding=VALID&op=conv2d",
+                                   "a 4x4 input, a 3x3 kernel: the four windows of the matrix's rows"),
+    "03_tour": ("input=8&kernel=3&stride=2&padding=SAME&op=conv2d_backprop_input",
+                "the input gradient of a strided convolution"),
+    "04_input_gradient_as_scatter": ("input=7&kernel=3&stride=2&padding=SAME&op=conv2d_backprop_input",
+                                     "point at a dL/dy cell: its scatter; at a dL/dx cell: the gather"),
+    "05_padding_and_lost_rows": ("input=8&kernel=3&stride=3&padding=VALID&op=conv2d_backprop_input",
+                                 "the last two rows and columns get no gradient"),
+    "06_dilation_and_gridding": ("input=11&kernel=3&stride=2&dilation=2&padding=VALID&op=conv2d_backprop_input",
+                                 "gridding: every other row without gradient"),
+    "07_one_layer_forward_and_backward": (
+        "input=6&kernel=3&stride=1&padding=SAME&op=conv2d_backprop_filter&in_channels=2&out_channels=2&batch=2",
+        "a layer's filter gradient: each tap sums over both images and every output cell"),
+    "08_depthwise_filter_gradient": (
+        "input=9&kernel=3&stride=2&dilation=2&padding=SAME&op=depthwise_conv2d_native_backprop_filter"
+        "&in_channels=2&multiplier=2", "each channel's taps read a strided lattice of its own input channel"),
+    "09_transposed_convolution_in_practice": (
+        "input=4&kernel=3&stride=2&padding=1&output_padding=1&op=conv_transpose2d",
+        "PyTorch's conv_transpose2d: padding crops, output_padding adds a row no input reaches"),
+    "10_from_tensorflow_mindspore_pytorch": ("input=7&kernel=3&stride=2&padding=SAME&op=conv2d_backprop_input",
+                                             "open 'Code for what is on screen' for the TensorFlow and PyTorch calls"),
+    "11_explorer_worksheet": (
+        "input=9&kernel=3&stride=2&dilation=2&padding=SAME&op=depthwise_conv2d_native_backprop_filter"
+        "&multiplier=2&practice=on", "practice: type the value of a hidden dL/dW tap"),
+    "12_lab_digits": ("input=8&kernel=3&stride=1&padding=SAME&op=conv2d&out_channels=4",
+                      "one image through four 3x3 filters, as the lab's first layer"),
+}
+
+
+def _embedded_explorer(stem: str) -> str:
+    """The lesson's explorer as raw HTML, placed under its title."""
+    query, what = LESSON_EXPLORERS[stem]
+    src = html.escape(f"../explorer.html?{query}")
+    return (f'\n<iframe class="convviz-explorer convviz-lesson-explorer" src="{src}" '
+            f'title="convviz explorer at this lesson\'s setting" loading="lazy"></iframe>\n'
+            f'<p class="convviz-explorer-note">The explorer at this lesson\'s setting, live in the page: '
+            f'{html.escape(what)}. <a href="{src}">Open it on its own</a>.</p>\n')
+
+
+def _site_text(text: str, stem: str | None = None) -> str:
     """A notebook's MyST source as a page of the site: links to a sibling notebook
     (``NN_slug.ipynb``) point at its page, links into the repository's folders one level
     further up (the page lives in ``docs/course/``, the notebook in ``notebooks/``)."""
     text = re.sub(r"\]\((\d\d_[A-Za-z0-9_]+)\.ipynb(#[^)]*)?\)", r"](\1.md\2)", text)
     text = re.sub(r"\]\(\.\./(?!\.\./)", "](../../", text)
     # An explorer preset written as code (`explorer.html?input=8&stride=3`) opens the site's copy.
-    return re.sub(r"(?<![`\w])`explorer\.html\?([^`\s]+)`",
+    text = re.sub(r"(?<![`\w])`explorer\.html\?([^`\s]+)`",
                   lambda m: (f'<a class="convviz-preset" href="../explorer.html?{html.escape(m.group(1))}">'
                              f'<code>explorer.html?{html.escape(m.group(1))}</code></a>'), text)
+    if stem in LESSON_EXPLORERS:  # the lesson's explorer, live, under its title
+        text = re.sub(r"^(# .+)$", lambda m: m.group(1) + "\n" + _embedded_explorer(stem), text, count=1, flags=re.M)
+    return text
 
 
 def sync_course(app: Sphinx, config: Any) -> None:
@@ -81,7 +128,7 @@ def sync_course(app: Sphinx, config: Any) -> None:
     COURSE.mkdir(exist_ok=True)
     wanted = {}
     for path in course_notebooks():
-        wanted[path.name] = _site_text(path.read_text(encoding="utf-8"))
+        wanted[path.name] = _site_text(path.read_text(encoding="utf-8"), path.stem)
     for stale in COURSE.glob("*.md"):
         if NOTEBOOK_NAME.match(stale.name) and stale.name not in wanted:
             stale.unlink()
