@@ -1116,3 +1116,55 @@ def _check_every_index(page, p: dict[str, Any]) -> None:
         shown = _index_cells(page, name)
         assert len(shown) == array.size, name
         assert all(value == array[index] for index, value in shown.items()), name
+
+
+# ---------------------------------------------------------------------------------
+# URL presets of every op, and the keyboard across planes
+
+PRESETS = {  # op -> a teacher's link (PyTorch's padding for conv_transpose2d)
+    "conv2d": "input=7x6&kernel=3x2&stride=2x1&padding=EXPLICIT&pads=1,0,2,1&in_channels=2&out_channels=4&groups=2",
+    "conv2d_backprop_input": "input=8&kernel=3&stride=2&dilation=2&padding=SAME&in_channels=3&out_channels=2&batch=2",
+    "conv2d_backprop_filter": "input=6&kernel=3&stride=1&padding=VALID&in_channels=2&out_channels=2&batch=2",
+    "depthwise_conv2d_native": "input=7&kernel=3&stride=2&padding=SAME&in_channels=2&multiplier=2",
+    "depthwise_conv2d_native_backprop_input": "input=9&kernel=3&stride=3&padding=VALID&in_channels=3&multiplier=1",
+    "depthwise_conv2d_native_backprop_filter": "input=9&kernel=3&stride=2&dilation=2&padding=SAME&multiplier=2",
+    "conv_transpose2d": "input=3x4&kernel=3&stride=2&padding=1x0&output_padding=1&in_channels=2&out_channels=4&groups=2",
+}
+
+
+@pytest.mark.parametrize("op", EXPLORER_OPS)
+def test_a_link_opens_every_op_on_its_setting_and_the_page_keeps_it(pages, op):
+    assert set(PRESETS) == set(EXPLORER_OPS)
+    page = pages.open(f"?{PRESETS[op]}&op={op}&seed=6")
+    p = params_from_query(f"?{PRESETS[op]}&op={op}&seed=6")
+    assert _controls(page)["op"] == op
+    _check_every_index(page, p)
+    page.fill('[name="seed"]', "7")
+    page.dispatch_event('[name="seed"]', "change")
+    search = page.evaluate("location.search")
+    assert f"op={op}" in search and "seed=7" in search
+    if op == "conv_transpose2d":
+        assert "padding=1x0" in search and "output_padding=1&" in search and "pads=" not in search
+    page.reload()
+    page.wait_for_function("() => window.convvizExplorer")
+    _check_every_index(page, dict(p, seed=7))
+    pages.check_offline()
+
+
+def test_the_keyboard_moves_within_a_plane_and_pins(pages):
+    p = setting(op="conv2d", input_h=5, input_w=5, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1, in_channels=2,
+                out_channels=2, seed=3)
+    page = open_setting(pages, p)
+    start = '[data-panel="y"][data-row="1"][data-col="1"][data-plane="0,1"]'
+    page.focus(start)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    focused = page.evaluate("() => [document.activeElement.dataset.plane, document.activeElement.dataset.row,"
+                            " document.activeElement.dataset.col]")
+    assert focused == ["0,1", "2", "2"]
+    page.keyboard.press("Enter")
+    s = sum_state(page)
+    assert float(s["value"]) == compute(p).arrays["y"][0, 2, 2, 1] and "through 2 channels" in s["text"]
+    page.keyboard.press("Escape")
+    assert sum_state(page)["hidden"]
+    pages.check_offline()
