@@ -226,3 +226,28 @@ def test_parameters_cover_the_issue_list():
             "padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_padding_h", "output_padding_w",
             "op", "in_channels", "out_channels", "groups", "multiplier", "batch", "seed",
             "values", "symbols", "practice", "theme"} == set(PARAMS)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "depthwise_conv2d_native",
+                                "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter",
+                                "conv_transpose2d"])
+def test_every_mode_sends_the_kernels_numbers_with_channels_groups_and_batch(op):
+    ex = explore(op=op, input=6, kernel=3, stride=2, in_channels=2, out_channels=4, groups=2, multiplier=2, batch=2,
+                 output_padding=1 if op == "conv_transpose2d" else None, padding=1 if op == "conv_transpose2d" else None)
+    r = ex.kernel_result
+    c = compute(ex.params)
+    assert r["key"] == setting_key(ex.params) and r["panel"] == c.output_panel
+    got = np.asarray(r["data"]).reshape(r["batch"], r["channels"], r["rows"], r["cols"])
+    np.testing.assert_array_equal(got, c.output)
+    assert r["source"].startswith(f"convviz.{op}")
+
+
+def test_a_setting_the_kernels_refuse_says_why_in_the_view():
+    ex = explore(op="conv2d", in_channels=3, out_channels=2)
+    ex.groups = 2
+    assert "groups must divide in_channels and out_channels" in ex.error and "data" not in ex.kernel_result
+    ex.op = "conv_transpose2d"
+    ex.groups = 1
+    ex.stride_h = 1
+    ex.output_padding_h = 2
+    assert "output_padding must be smaller than stride or dilation" in ex.error
