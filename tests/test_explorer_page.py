@@ -1168,3 +1168,18 @@ def test_the_keyboard_moves_within_a_plane_and_pins(pages):
     page.keyboard.press("Escape")
     assert sum_state(page)["hidden"]
     pages.check_offline()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_symbols_and_practice_cells_meet_wcag_aa(pages, theme):
+    page = pages.open(f"?op=conv2d&input=6&kernel=3&stride=1&in_channels=2&symbols=on&practice=on&theme={theme}")
+    page.click('[data-panel="y"][data-row="0"][data-col="0"]')
+    page.fill('[name="answer"]', "0")
+    page.click('[name="check"]')  # one answered cell (right or wrong), the rest hidden
+    found = page.evaluate(COLORS_JS)
+    assert any(c["text"] == "?" for c in found) and any(c["text"].startswith("x") for c in found)
+    for c in found:
+        bg, alpha = css_rgb(c["bg"])
+        fg, _ = css_rgb(c["fg"])
+        assert alpha == 1 and contrast(bg, fg) >= 4.5, (theme, c, round(contrast(bg, fg), 2))
+    pages.check_offline()
