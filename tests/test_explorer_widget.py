@@ -70,8 +70,10 @@ def test_every_trait_change_recomputes():
         assert ex.kernel_result != before, name
         before = ex.kernel_result
     key = ex.kernel_result
-    ex.theme = "dark"  # the theme does not change the numbers
-    assert ex.kernel_result is key
+    ex.theme = "dark"  # the theme, symbols and practice do not change the numbers
+    ex.symbols = "on"
+    ex.practice = "on"
+    assert ex.kernel_result is key and key["key"] == setting_key(ex.params)
 
 
 def test_a_setting_where_no_window_fits_sends_no_numbers():

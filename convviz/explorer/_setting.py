@@ -171,10 +171,14 @@ def normalize(params: dict[str, Any]) -> dict[str, Any]:
     return p
 
 
+#: Parameters that change how the numbers are shown, never the numbers (``core.VIEW_ONLY``).
+VIEW_ONLY = ("symbols", "practice", "theme")
+
+
 def setting_key(params: dict[str, Any]) -> str:
-    """The key naming a setting's numbers (``core.settingKey``): every parameter but the theme."""
+    """The key naming a setting's numbers (``core.settingKey``): every parameter but the view-only ones."""
     p = normalize(params)
-    return ";".join(f"{name}={p[name]}" for name in PARAMS if name != "theme")
+    return ";".join(f"{name}={p[name]}" for name in PARAMS if name not in VIEW_ONLY)
 
 
 def hash32(seed: int, salt: int, index: np.ndarray) -> np.ndarray:
@@ -341,10 +345,10 @@ def compute(params: dict[str, Any], given: dict[str, np.ndarray] | None = None) 
     p = normalize(params)
     mode = MODES[p["op"]]
     if mode.transposed:
-        for a, pad in (("h", "pad_top"), ("w", "pad_left")):
-            extra, s, d = p[f"output_padding_{a}"], p[f"stride_{a}"], p[f"dilation_{a}"]
+        for axis in ("h", "w"):
+            extra, s, d = p[f"output_padding_{axis}"], p[f"stride_{axis}"], p[f"dilation_{axis}"]
             if extra >= max(s, d):
-                raise ValueError(f"output_padding must be smaller than stride or dilation: output_padding_{a} "
+                raise ValueError(f"output_padding must be smaller than stride or dilation: output_padding_{axis} "
                                  f"{extra} with stride {s} and dilation {d}")
         if min(transposed_sizes(p)) < 1:
             raise ValueError(f"padding crops more than the scatter has: the output would be "

@@ -766,10 +766,14 @@ export function toQuery(params) {
   return "?" + parts.join("&");
 }
 
-// A key naming a setting's numbers (the kernel's reply in Jupyter carries it).
+// Parameters that change how the numbers are shown, never the numbers.
+export const VIEW_ONLY = ["symbols", "practice", "theme"];
+
+// A key naming a setting's numbers (the kernel's reply in Jupyter carries it; a practice
+// score belongs to it).
 export function settingKey(params) {
   const p = normalize(params);
-  return Object.keys(PARAMS).filter((k) => k !== "theme").map((k) => `${k}=${p[k]}`).join(";");
+  return Object.keys(PARAMS).filter((k) => !VIEW_ONLY.includes(k)).map((k) => `${k}=${p[k]}`).join(";");
 }
 
 // ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import traitlets as t
 
 from ._arguments import resolve
 from ._assets import inline_module, stylesheet
-from ._setting import PARAMS, Computed, check_param, compute, setting_key, to_wire
+from ._setting import PARAMS, VIEW_ONLY, Computed, check_param, compute, setting_key, to_wire
 
 __all__ = ["Explorer", "explore"]
 
@@ -113,7 +113,7 @@ class Explorer(anywidget.AnyWidget):
         """The current setting's numbers from the kernels (``None`` when no window fits)."""
         return compute(self.params, self._given)
 
-    @t.observe(*(name for name in PARAMS if name != "theme"))
+    @t.observe(*(name for name in PARAMS if name not in VIEW_ONLY))
     def _on_setting(self, change: dict) -> None:
         if not self._computing:
             self._recompute()
