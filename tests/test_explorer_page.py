@@ -766,6 +766,8 @@ def screenshots(browser, tmp_path_factory):
         for name, op, extra, (panel, r, c, ch) in shots:
             for theme in THEMES:
                 page = pages.open(f"?{extra}&op={op}&theme={theme}", viewport=VIEWPORT)
+                if name == "conv2d-4x4-channels":  # the settings folded: the panels and the sum fill 1280x720
+                    page.click(".cvz-settings > summary")
                 target = page.locator(sel(panel, r, c, ch)).first
                 if not target.is_visible():  # a plane behind a tab: show it first
                     page.click(f'[data-panel-tab="{panel}"][data-plane-tab="{target.get_attribute("data-plane")}"]')
@@ -1182,4 +1184,22 @@ def test_symbols_and_practice_cells_meet_wcag_aa(pages, theme):
         bg, alpha = css_rgb(c["bg"])
         fg, _ = css_rgb(c["fg"])
         assert alpha == 1 and contrast(bg, fg) >= 4.5, (theme, c, round(contrast(bg, fg), 2))
+    pages.check_offline()
+
+
+def test_in_a_lesson_frame_the_settings_start_folded(pages):
+    """Standalone, the settings are open; embedded in a course page's iframe they start folded (one click opens them)."""
+    page = pages.open("?op=conv2d&input=8")
+    assert page.get_attribute(".cvz-settings", "open") is not None
+    lesson = pages.path.parent / "lesson.html"
+    lesson.write_text(f'<!doctype html><title>lesson</title><iframe src="{pages.path.name}?op=conv_transpose2d&input=4"'
+                      ' style="width:1000px;height:700px"></iframe>', encoding="utf-8")
+    outer = pages.open()
+    outer.goto(lesson.as_uri())
+    frame = outer.frame_locator("iframe")
+    frame.locator(".cvz-explorer").wait_for()
+    assert frame.locator(".cvz-settings").get_attribute("open") is None
+    assert frame.locator('[data-panel="y"]').first.is_visible()
+    frame.locator(".cvz-settings > summary").click()
+    assert frame.locator('[name="stride_h"]').is_visible()
     pages.check_offline()

@@ -73,6 +73,15 @@ function esc(text) {
 
 // A cell of a panel: plane (a, b) -- (image, channel) of an activation, (a, b) of a filter
 // (core.roleShape) -- then row and column.
+// Whether the explorer runs inside a frame of another page (a lesson of the course site).
+function embedded() {
+  try {
+    return typeof window !== "undefined" && window.self !== window.top;
+  } catch (err) { // a cross-origin parent: embedded all the same
+    return true;
+  }
+}
+
 // Words of `text` in lines of at most `width` characters (a longer word stands alone).
 function wrapText(text, width) {
   const lines = [];
@@ -141,7 +150,10 @@ class ExplorerView {
       <header class="cvz-head"><h2 class="cvz-title"></h2><p class="cvz-subtitle"></p></header>
       <div class="cvz-main">
         <div class="cvz-left">
-          <form class="cvz-controls" onsubmit="return false">${this.controlsHtml()}</form>
+          <details class="cvz-settings" open>
+            <summary>settings</summary>
+            <form class="cvz-controls" onsubmit="return false">${this.controlsHtml()}</form>
+          </details>
           <div class="cvz-message" role="alert" hidden></div>
           <div class="cvz-notice" role="status" hidden></div>
           <div class="cvz-panels" role="application" aria-label="convolution panels"></div>
@@ -179,6 +191,9 @@ class ExplorerView {
       <footer class="cvz-source"></footer>`;
     this.el.replaceChildren(root);
     this.root = root;
+    // Embedded in a course page (an iframe), the settings start folded: the panels and the worked
+    // sum fill the frame, the subtitle says the setting, and one click unfolds the controls.
+    if (embedded()) root.querySelector(".cvz-settings").open = false;
     this.q = (sel) => root.querySelector(sel);
     this.panelsEl = this.q(".cvz-panels");
     this.sumEl = this.q('[data-role="sum"]');
