@@ -101,8 +101,6 @@ export function opPanels(op) {
   return { layout, panelOf, roleOf, output: panelOf[rec.result], padded: panelOf.input };
 }
 
-export const OUTPUT_PANEL = Object.fromEntries(OPS.map((op) => [op, opPanels(op).output]));
-
 export function defaults() {
   const out = {};
   for (const [name, spec] of Object.entries(PARAMS)) out[name] = spec.default;
@@ -286,10 +284,6 @@ export function tensor(rows, cols, channels = 1, data = null, batch = 1) {
   return { rows, cols, channels, batch, data: data || new Float64Array(rows * cols * channels * batch) };
 }
 
-export function flatIndex(t, r, c, ch = 0, n = 0) {
-  return ((n * t.channels + ch) * t.rows + r) * t.cols + c;
-}
-
 export function at(t, r, c, ch = 0, n = 0) {
   return t.data[((n * t.channels + ch) * t.rows + r) * t.cols + c];
 }
@@ -384,13 +378,18 @@ export function inputs(g, given = {}) {
 // padding) times filter cell (a, b, kh, kw) into output cell (n, co, oh, ow); each op sums
 // the products of its two given tensors over the links that reach each cell of its result.
 
-function makeLink(g, n, co, i, oh, ow, kh, kw) {
-  const ch = g.channels;
+// Output channel co's i-th input channel: its group, the input channel ci, and the filter
+// plane (fa, fb) that joins them.
+function channelLink(ch, co, i) {
   const group = Math.floor(co / ch.outPerGroup);
   const ci = group * ch.inPerGroup + i;
+  return { group, ci, fa: ch.depthwise ? ci : i, fb: ch.depthwise ? co % ch.multiplier : co };
+}
+
+function makeLink(g, n, co, i, oh, ow, kh, kw) {
+  const { group, ci, fa, fb } = channelLink(g.channels, co, i);
   const ih = inputIndex(g.rows, oh, kh), iw = inputIndex(g.cols, ow, kw);
   const pad = ih < 0 || ih >= g.rows.input || iw < 0 || iw >= g.cols.input;
-  const fa = ch.depthwise ? ci : i, fb = ch.depthwise ? co % ch.multiplier : co;
   return { n, ci, co, group, oh, ow, kh, kw, ih, iw, pad,
            input: [n, ci, ih, iw], filter: [fa, fb, kh, kw], output: [n, co, oh, ow] };
 }
@@ -425,11 +424,9 @@ function eachLink(g, fn) {
   const [, , inRows, inCols] = roleShape(g, "input");
   const fShape = roleShape(g, "filter");
   for (let n = 0; n < ch.batch; n++)
-    for (let co = 0; co < ch.convOut; co++) {
-      const group = Math.floor(co / ch.outPerGroup);
+    for (let co = 0; co < ch.convOut; co++)
       for (let i = 0; i < ch.inPerGroup; i++) {
-        const ci = group * ch.inPerGroup + i;
-        const fa = ch.depthwise ? ci : i, fb = ch.depthwise ? co % ch.multiplier : co;
+        const { ci, fa, fb } = channelLink(ch, co, i);
         const fBase = (fa * fShape[1] + fb) * R.kernel * C.kernel;
         const xBase = (n * ch.convIn + ci) * inRows * inCols;
         for (let oh = 0; oh < R.out; oh++)
@@ -446,7 +443,6 @@ function eachLink(g, fn) {
             }
           }
       }
-    }
 }
 
 function emptyOf(g, role) {
@@ -522,45 +518,6 @@ export function workedSum(g, tensors, cell) {
   }
   const groupedBy = rec.result === "filter" ? "image" : "channel";
   return { terms, groups, groupedBy, padReads, value };
-}
-
-// ---------------------------------------------------------------------------------
-// The first explorer's one-channel helpers (kept: the figures' words use them).
-
-// Output cell (oh, ow)'s tap (kh, kw), with the input cell it reads (maybe padding).
-function term(g, oh, ow, kh, kw) {
-  const { rows, cols } = g;
-  const ih = inputIndex(rows, oh, kh), iw = inputIndex(cols, ow, kw);
-  return { oh, ow, kh, kw, ih, iw, pad: ih < 0 || ih >= rows.input || iw < 0 || iw >= cols.input };
-}
-
-// Every tap of output cell (oh, ow)'s window, with the input cell it reads (maybe padding).
-export function windowTerms(g, oh, ow) {
-  const terms = [];
-  for (let kh = 0; kh < g.rows.kernel; kh++)
-    for (let kw = 0; kw < g.cols.kernel; kw++) terms.push(term(g, oh, ow, kh, kw));
-  return terms;
-}
-
-// The (output cell, tap) pairs that reach input cell (ih, iw): the terms of dx[ih, iw].
-export function cellTerms(g, ih, iw) {
-  const terms = [];
-  for (const [oh, kh] of pairsAt(g.rows, ih))
-    for (const [ow, kw] of pairsAt(g.cols, iw)) terms.push({ oh, ow, kh, kw, ih, iw, pad: false });
-  return terms;
-}
-
-// The output cells whose tap (kh, kw) reads a real input cell: the terms of dW[kh, kw].
-export function filterTerms(g, kh, kw) {
-  return tapTerms(g, kh, kw).filter((t) => !t.pad);
-}
-
-// Every tap's reach (padding included): output cells and the input cell each reads.
-export function tapTerms(g, kh, kw) {
-  const terms = [];
-  for (let oh = 0; oh < g.rows.out; oh++)
-    for (let ow = 0; ow < g.cols.out; ow++) terms.push(term(g, oh, ow, kh, kw));
-  return terms;
 }
 
 // ---------------------------------------------------------------------------------
@@ -918,12 +875,10 @@ export function codeFor(g, tensors, lang) {
   const tfWindow = `strides=[1, ${p.stride_h}, ${p.stride_w}, 1], padding="${p.padding}"` +
     (p.padding === "EXPLICIT" ? `, explicit_paddings=${pads}` : "") +
     (p.dilation_h !== 1 || p.dilation_w !== 1 ? `, dilations=[1, ${p.dilation_h}, ${p.dilation_w}, 1]` : "");
-  const args = { input: "x", filter: "W", output: "dy" };
-  const tfArgs = rec.transposed ? [] : (() => {
-    const names = rec.result === "input" ? ["input_sizes", "filter", "out_backprop"]
-      : rec.result === "filter" ? ["input", "filter_sizes", "out_backprop"] : ["input", "filter"];
-    return names.map((n) => n.endsWith("_sizes") ? sizes(rec.result) : args[{ input: "input", filter: "filter", out_backprop: "output" }[n]]);
-  })();
+  // TensorFlow's argument names (convviz's are the same), and what each is given here
+  const tfNames = rec.result === "input" ? ["input_sizes", "filter", "out_backprop"]
+    : rec.result === "filter" ? ["input", "filter_sizes", "out_backprop"] : ["input", "filter"];
+  const tfArgs = tfNames.map((n) => (n.endsWith("_sizes") ? sizes(rec.result) : { input: "x", filter: "W", out_backprop: "dy" }[n]));
   if (lang === "convviz") {
     lines.push("import convviz", "", ...givenLines("float64"), "");
     if (rec.transposed)
@@ -951,9 +906,7 @@ export function codeFor(g, tensors, lang) {
       if (cropH || cropW) lines.push(`y = tf.pad(y, [[0, 0], [0, ${cropH}], [0, ${cropW}], [0, 0]])  # output_padding's rows no input reaches`);
       lines.push("y = tf.transpose(y, [0, 3, 1, 2]).numpy()  # N, C, H, W");
     } else {
-      const names = rec.result === "input" ? ["input_sizes", "filter", "out_backprop"]
-        : rec.result === "filter" ? ["input", "filter_sizes", "out_backprop"] : ["input", "filter"];
-      const kw = names.map((n, i) => `${n}=${tfArgs[i]}`).join(", ");
+      const kw = tfNames.map((n, i) => `${n}=${tfArgs[i]}`).join(", ");
       lines.push(`${resultName} = tf.raw_ops.${TF_NAMES[p.op]}(${kw}, ${tfWindow}).numpy()`);
     }
     lines.push(`print(${resultName}.shape)  # ${layoutWords(g, rec.result)}`);
