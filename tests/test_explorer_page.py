@@ -1089,26 +1089,72 @@ def test_conv_transpose2d_draws_the_convolution_it_transposes(pages):
 
 
 def test_a_redraw_keeps_the_cells_of_panels_it_does_not_reshape(pages):
-    """A new seed rewrites numbers in place; a new kernel width rebuilds the filter (and the padded input,
-    whose SAME pads change) but keeps the output's cell elements."""
+    """A new seed rewrites numbers in place; a new kernel width rebuilds the filter and redraws the padded
+    input in place (its SAME pads change: its real cells stay, pad cells come and go), keeping y's cells."""
     p = setting(op="conv2d", input_h=16, input_w=16, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
                 in_channels=4, out_channels=4, seed=0)
     page = open_setting(pages, p)
     tag = """() => { for (const e of document.querySelectorAll('[data-panel="y"], [data-panel="x"]')) e._kept = true; }"""
     kept = """(panel) => { const els = [...document.querySelectorAll(`[data-panel="${panel}"]`)];
-                     return [els.length, els.filter((e) => e._kept).length]; }"""
+                     return [els.length, els.filter((e) => e._kept).length,
+                             els.filter((e) => e._kept && !e.dataset.pad).length]; }"""
     page.evaluate(tag)
     page.fill('[name="seed"]', "1")
     page.dispatch_event('[name="seed"]', "change")
-    n, same = page.evaluate(kept, "y")
+    n, same, _ = page.evaluate(kept, "y")
     assert n == same == 4 * 16 * 16
     _check_every_index(page, dict(p, seed=1))
     page.fill('[name="kernel_w"]', "5")
     page.dispatch_event('[name="kernel_w"]', "change")
-    n, same = page.evaluate(kept, "y")
+    n, same, _ = page.evaluate(kept, "y")
     assert n == same == 4 * 16 * 16  # y's shape is the same under SAME: its cells stay
-    assert page.evaluate(kept, "x")[1] == 0  # x's pads changed: rebuilt
+    n, same, real = page.evaluate(kept, "x")
+    assert n == 4 * 18 * 20 and real == 4 * 16 * 16 and same == n - 4 * 2 * 18  # new: the two outer pad columns
     _check_every_index(page, dict(p, seed=1, kernel_w=5))
+    pages.check_offline()
+
+
+GRIDS_JS = """() => [...document.querySelectorAll(".cvz-panel")].map((panel) => [
+  panel.querySelector(".cvz-shape").textContent,
+  [...panel.querySelectorAll(".cvz-key")].map((k) => k.hidden),
+  [...panel.querySelectorAll(".cvz-grid")].map((grid) => [grid.getAttribute("style"),
+    [...grid.children].map((e) => [e.tagName, ...[...e.attributes].map((a) => `${a.name}=${a.value}`).sort(),
+                                   e.textContent])])])"""
+
+REDRAWS = {  # op -> the first setting, then the controls changed one after another
+    "conv2d": ("input=9x8&kernel=3&stride=1&padding=SAME&in_channels=2&out_channels=3",
+               [("kernel_w", "5"), ("padding", "VALID"), ("input_h", "12"), ("stride_h", "2"), ("padding", "SAME"),
+                ("dilation_w", "2"), ("padding", "EXPLICIT"), ("pad_left", "3"), ("pad_bottom", "0"), ("seed", "4")]),
+    "conv2d_backprop_input": ("input=8&kernel=3&stride=2&padding=SAME&in_channels=2&out_channels=2",
+                              [("kernel_h", "4"), ("stride_w", "3"), ("padding", "VALID"), ("input_w", "11"),
+                               ("dilation_h", "2"), ("padding", "SAME")]),
+    "conv_transpose2d": ("input=3x4&kernel=3&stride=2&padding=1&output_padding=1&in_channels=2&out_channels=2",
+                         [("output_padding_w", "0"), ("kernel_w", "4"), ("stride_h", "3"), ("input_h", "5")]),
+    "depthwise_conv2d_native": ("input=7&kernel=3&stride=2&padding=SAME&in_channels=2&multiplier=2&symbols=on",
+                                [("kernel_h", "2"), ("padding", "VALID"), ("input_w", "10"), ("stride_w", "1")]),
+    "conv2d_backprop_filter": ("input=6&kernel=3&stride=1&padding=SAME&in_channels=2&out_channels=2&batch=2&practice=on",
+                               [("input_h", "8"), ("padding", "VALID"), ("stride_h", "2"), ("dilation_w", "2")]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(REDRAWS))
+def test_a_redraw_in_place_equals_a_fresh_page_of_the_same_setting(pages, op):
+    """After each change the panels redrawn in place (rows, columns and pads added or removed around
+    the kept cells) hold exactly the children, attributes and text that a page opened on the new
+    setting's link draws."""
+    start, changes = REDRAWS[op]
+    page = pages.open(f"?{start}&op={op}&seed=2")
+    for name, value in changes:
+        control = f'[name="{name}"]'
+        if page.eval_on_selector(control, "e => e.tagName") == "SELECT":
+            page.select_option(control, value)
+        else:
+            page.fill(control, value)
+            page.dispatch_event(control, "change")
+        drawn = page.evaluate(GRIDS_JS)
+        fresh = pages.open(page.evaluate("location.search"))
+        assert drawn == fresh.evaluate(GRIDS_JS), (name, value)
+        fresh.close()
     pages.check_offline()
 
 

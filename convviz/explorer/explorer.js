@@ -439,7 +439,10 @@ class ExplorerView {
   // Draw the panels.  Each panel's DOM is kept while its structure (shape, pads, planes,
   // words) stays the same, and only its numbers, colours and labels are rewritten: a change
   // of one control rebuilds only the panels it reshapes (a kernel size: the filter alone).
-  // The cell size is a CSS variable, so a new size rebuilds nothing.
+  // A panel whose size or pads change keeps its frame and the cells it still has, in
+  // place: only the rows and columns that come or go are added or removed (parsing and
+  // styling every cell again took most of a redraw).  The cell size is a CSS variable,
+  // so a new size rebuilds nothing.
   renderPanels() {
     const { g, tensors } = this.result;
     this.clearLit();
@@ -464,20 +467,10 @@ class ExplorerView {
     for (const [i, panel] of layout.entries()) {
       const old = state.get(panel);
       if (old && old.key === keys[i]) { next.set(panel, old); reused.push(panel); continue; }
-      const cellKeys = [];
-      const template = document.createElement("template");
-      template.innerHTML = this.panelHtml(panel, tensors[panel], panel === padded, cellKeys);
-      const el = template.content.firstElementChild;
-      const cells = new Map(), list = [];
-      const elements = el.getElementsByClassName("cvz-cell");
-      for (let k = 0; k < cellKeys.length; k++) {
-        const cell = elements[k];
-        cells.set(cellKeys[k], cell);
-        // numbered cells come in (a, b, row, col) order within their panel
-        if (cell.hasAttribute("data-value"))
-          list.push({ el: cell, cls: cell.className, value: cell.getAttribute("data-value"), text: cell.textContent });
-      }
-      next.set(panel, { key: keys[i], el, cells, list });
+      const frame = this.panelFrame(panel);
+      const inPlace = Boolean(old) && old.frame === frame;
+      next.set(panel, this.buildPanel(panel, tensors[panel], panel === padded, keys[i], frame, inPlace ? old : null));
+      if (inPlace) reused.push(panel);
     }
     this.panelState = next;
     const arrow = this.arrowEl || (this.arrowEl = Object.assign(document.createElement("div"),
@@ -496,6 +489,45 @@ class ExplorerView {
     if (reused.length) this.updateValues(reused);
   }
 
+  // A panel's DOM: new, or (with `old`, a panel of the same frame) the old one with its
+  // grids brought to the new size and pads.  Every grid child has a key naming its kind,
+  // place and text; a child whose key the old grid has is kept where it is, the others
+  // are parsed together, and the grid is merged in order (kept children keep their order).
+  buildPanel(panel, t, padded, key, frame, old) {
+    const have = old ? old.have : null;
+    const fresh = [], planes = [];
+    for (const [a, b] of this.planes(t)) planes.push(this.planeNodes(panel, t, a, b, padded, have, fresh));
+    const template = document.createElement("template");
+    template.innerHTML = (old ? "" : this.panelHtml(panel, t, padded)) + fresh.join("");
+    const made = Array.from(template.content.children);
+    const el = old ? old.el : made.shift();
+    const grids = el.getElementsByClassName("cvz-grid");
+    const cells = new Map(), list = [], nextHave = new Map();
+    const entries = old ? new Map(old.list.map((entry) => [entry.el, entry])) : null; // what each kept cell shows
+    planes.forEach((plane, k) => {
+      const nodes = plane.nodes.map((node) => (typeof node === "number" ? made[node] : node));
+      nodes.forEach((node, j) => nextHave.set(plane.keys[j], node));
+      for (const [cell, j] of plane.cells) cells.set(cell, nodes[j]);
+      for (const j of plane.numbered) {
+        const cell = nodes[j];
+        list.push((entries && entries.get(cell)) ||
+                  { el: cell, cls: cell.className, value: cell.getAttribute("data-value"), text: cell.textContent });
+      }
+      const grid = grids[k];
+      grid.style.gridTemplateColumns = `var(--idx) repeat(${plane.columns}, var(--cell)) auto`;
+      if (!old) { grid.append(...nodes); return; }
+      const keep = new Set(nodes);
+      for (const child of Array.from(grid.children)) if (!keep.has(child)) child.remove();
+      let at = grid.firstElementChild;
+      for (const node of nodes) {
+        if (node === at) at = at.nextElementSibling;
+        else grid.insertBefore(node, at);
+      }
+    });
+    if (old) this.panelLabels(panel, t, padded, el);
+    return { key, frame, el, cells, list, have: nextHave };
+  }
+
   setCellSize(size) {
     this.size = size;
     this.panelsEl.style.setProperty("--cell", `${size}px`);
@@ -506,12 +538,20 @@ class ExplorerView {
   // updateValues rewrites in place).
   panelKey(panel) {
     const { g, tensors } = this.result;
-    const t = tensors[panel], ch = g.channels, { padded, roleOf } = core.opPanels(this.params.op);
+    const t = tensors[panel], { padded } = core.opPanels(this.params.op);
+    const axes = panel === padded ? [g.rows.before, g.rows.after, g.cols.before, g.cols.after, g.rows.lost, g.cols.lost] : [];
+    return JSON.stringify([this.panelFrame(panel), t.rows, t.cols, axes]);
+  }
+
+  // What a panel's frame (caption, chooser, plane boxes, legend) and its cells' attributes
+  // depend on, but for the panel's size and pads: panels of one frame are redrawn in place.
+  panelFrame(panel) {
+    const { g, tensors } = this.result;
+    const t = tensors[panel], ch = g.channels, { roleOf } = core.opPanels(this.params.op);
     const arrays = this.model.get("arrays") || {};
     const caption = Boolean(arrays[panel]) && this.given[panel] === t;
-    const axes = panel === padded ? [g.rows.before, g.rows.after, g.cols.before, g.cols.after, g.rows.lost, g.cols.lost] : [];
-    return JSON.stringify([this.params.op, panel, roleOf[panel], t.batch, t.channels, t.rows, t.cols, axes, ch.groups,
-                           ch.inPerGroup, ch.multiplier, this.onePlane, caption, this.root.dataset.theme]);
+    return JSON.stringify([this.params.op, panel, roleOf[panel], t.batch, t.channels, ch.groups, ch.inPerGroup,
+                           ch.multiplier, this.onePlane, caption, this.root.dataset.theme]);
   }
 
   // All planes stacked while they stay short enough to scan; beyond that (or when asked)
@@ -682,20 +722,21 @@ class ExplorerView {
     return `${PANEL_SYMBOL[panel]}[${core.indexText(this.result.g, this.roleOfPanel[panel], a, b, r, c)}]`;
   }
 
-  // Class, value, label, colours and text of one numbered cell.
+  // Class, value, colours and text of one numbered cell, and its label (a function: the
+  // label is written only where the cell is drawn or its look changed).
   cellLook(panel, t, a, b, r, c, vmax, prefix, lost, lostWord) {
     const v = core.at(t, r, c, b, a);
     const answer = this.practiceState(panel, a, b, r, c);
     if (answer === "hidden") // practice: the result's number waits for the learner's answer
       return { cls: "cvz-cell cvz-hidden-cell", value: core.exactNumber(v), text: "?",
-               label: `${this.cellName(panel, a, b, r, c)}: your answer?` };
+               label: () => `${this.cellName(panel, a, b, r, c)}: your answer?` };
     const text = this.params.symbols === "on" ? core.shortSymbol(PANEL_SYMBOL[panel], r, c) : core.formatNumber(v);
     const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
     const value = core.exactNumber(v);
     const sym = this.params.symbols === "on" ? " cvz-sym" : "";
     const mark = answer ? ` cvz-${answer}` : ""; // practice: answered right or wrong
     return { cls: `cvz-cell ${prefix}-${core.paletteStep(v, vmax)}${lost ? " cvz-lost" : ""}${long}${sym}${mark}`, value, text,
-             label: `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
+             label: () => `${this.cellName(panel, a, b, r, c)} = ${value}${lost ? `, ${lostWord}` : ""}` };
   }
 
   // Rewrite every numbered cell's number, colour and label, and the legends, in place.
@@ -715,10 +756,11 @@ class ExplorerView {
               const entry = list[i];
               const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
               const el = entry.el;
-              if (entry.cls !== look.cls) { el.className = look.cls; entry.cls = look.cls; }
-              if (entry.value === look.value && entry.text === look.text) continue; // same number, same text
+              const restyled = entry.cls !== look.cls; // the class follows everything the label says but the number
+              if (restyled) { el.className = look.cls; entry.cls = look.cls; }
+              if (!restyled && entry.value === look.value && entry.text === look.text) continue; // same look, same number
               el.setAttribute("data-value", look.value);
-              el.setAttribute("aria-label", look.label);
+              el.setAttribute("aria-label", look.label());
               if (el.firstChild) el.firstChild.nodeValue = look.text;
               else el.textContent = look.text;
               entry.value = look.value;
@@ -730,79 +772,131 @@ class ExplorerView {
     }
   }
 
-  panelHtml(panel, t, padded, keys) {
+  // The pads drawn around a panel's planes (only the padded panel has them; a transposed
+  // output's rows past the scatter have `after` < 0, drawn as none).
+  padsOf(padded) {
+    const { g } = this.result;
+    const clip = (v) => Math.max(0, v);
+    return padded ? { top: clip(g.rows.before), bottom: clip(g.rows.after), left: clip(g.cols.before), right: clip(g.cols.after) }
+                  : { top: 0, bottom: 0, left: 0, right: 0 };
+  }
+
+  // The panel's frame: caption, plane chooser, a box and an empty grid per plane (filled
+  // by buildPanel), legend and the padding's key.
+  panelHtml(panel, t, padded) {
     const { g } = this.result;
     const [sym, words] = panelTitle(this.params.op, panel);
     const vmax = this.scale(t);
     const stops = core.PALETTES[this.palette()[0]];
-    const prefix = this.paletteClass();
-    const clip = (v) => Math.max(0, v); // a transposed output's rows past the scatter: `after` < 0
-    const pads = padded ? { top: clip(g.rows.before), bottom: clip(g.rows.after), left: clip(g.cols.before), right: clip(g.cols.after) }
-                        : { top: 0, bottom: 0, left: 0, right: 0 };
-    const { rows: lostRows, cols: lostCols, word: lostWord, role } = this.lostOf(panel);
+    const { role } = this.lostOf(panel);
     const arrays = this.model.get("arrays") || {};
     const caption = arrays[panel] && arrays[panel].caption && this.given[panel] === this.result.tensors[panel]
       ? `<div class="cvz-caption">${esc(arrays[panel].caption)}</div>` : "";
-    const multi = t.channels > 1, several = t.batch * t.channels > 1;
-    const transposed = g.record.transposed;
+    const several = t.batch * t.channels > 1;
     const planes = [];
     for (const [a, b] of this.planes(t)) {
-      const cols = t.cols + pads.left + pads.right;
-      const chAttr = (multi ? ` data-channel="${b}"` : "") + ` data-plane="${a},${b}"`;
-      let cells = `<div class="cvz-corner"></div>`;
-      for (let c = -pads.left; c < t.cols + pads.right; c++)
-        cells += `<div class="cvz-idx cvz-col-idx">${c >= 0 && c < t.cols ? c : ""}</div>`;
-      cells += `<div class="cvz-gutter"></div>`;
-      for (let r = -pads.top; r < t.rows + pads.bottom; r++) {
-        const realRow = r >= 0 && r < t.rows;
-        cells += `<div class="cvz-idx cvz-row-idx">${realRow ? r : ""}</div>`;
-        for (let c = -pads.left; c < t.cols + pads.right; c++) {
-          const real = realRow && c >= 0 && c < t.cols;
-          keys.push(cellKey(panel, a, b, r, c));
-          if (!real) {
-            const label = panel === "x" ? "0" : "";
-            const word = panel === "x" ? "padding, value 0" : transposed ? "cropped by padding, not part of y"
-              : "padding, not part of dL/dx";
-            cells += `<div class="cvz-cell cvz-pad" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-pad="true"` +
-              ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}">${label}</div>`;
-            continue;
-          }
-          const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
-          const index = core.indexText(g, role, a, b, r, c);
-          cells += `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-index="${index}"` +
-            ` data-value="${look.value}" tabindex="-1" role="gridcell" aria-label="${look.label}">${look.text}</div>`;
-        }
-        const lostRow = realRow && lostRows.has(r);
-        cells += `<div class="cvz-gutter${lostRow ? " cvz-lost-label" : ""}"${lostRow ? ` data-lost-row="${r}"` : ""}>${lostRow ? "\u2190 " + lostWord : ""}</div>`;
-      }
-      if (lostCols.size) {
-        cells += `<div class="cvz-corner"></div>`;
-        for (let c = -pads.left; c < t.cols + pads.right; c++) {
-          const lost = lostCols.has(c) && c >= 0 && c < t.cols;
-          cells += `<div class="cvz-idx${lost ? " cvz-lost-label cvz-lost-col" : ""}"${lost ? ` data-lost-col="${c}" title="${lostWord}"` : ""}>${lost ? "\u2191" : ""}</div>`;
-        }
-        cells += `<div class="cvz-gutter cvz-lost-label">\u2191 ${lostWord}</div>`;
-      }
       const name = this.planeLabel(panel, a, b);
       const label = several ? `<div class="cvz-channel">${esc(name)}</div>` : "";
       const hidden = this.onePlane && (this.shownPlanes[panel] || "0,0") !== `${a},${b}` ? " cvz-collapsed" : "";
-      planes.push(`<div class="cvz-plane${hidden}" data-plane-box="${a},${b}">${label}<div class="cvz-grid" role="grid" aria-label="${esc(sym)}${several ? ` ${esc(name)}` : ""}"` +
-        ` style="grid-template-columns: var(--idx) repeat(${cols}, var(--cell)) auto">${cells}</div></div>`);
+      planes.push(`<div class="cvz-plane${hidden}" data-plane-box="${a},${b}">${label}<div class="cvz-grid" role="grid"` +
+        ` aria-label="${esc(sym)}${several ? ` ${esc(name)}` : ""}"></div></div>`);
     }
     const chooser = several ? this.planeChooser(panel, t, role) : "";
     const legend = `<div class="cvz-legend" aria-label="colour scale from ${-vmax} to ${vmax}">
         <span>${core.formatNumber(-vmax)}</span>
         <span class="cvz-ramp" style="background:linear-gradient(to right, ${stops.join(", ")})"></span>
         <span>${core.formatNumber(vmax)}</span></div>`;
-    const padNote = padded && (pads.top || pads.bottom || pads.left || pads.right)
-      ? `<div class="cvz-key"><span class="cvz-swatch cvz-pad"></span> ${transposed ? "cropped by padding" : "padding"}</div>` : "";
-    const shape = core.layoutNames(g, role).map((n, i) => {
-      const [a, b, r, c] = [t.batch, t.channels, t.rows, t.cols];
-      return core.tensorIndex(g, role, [a, b, r, c])[i];
-    });
+    const padNote = padded
+      ? `<div class="cvz-key"${this.hasPads(padded) ? "" : " hidden"}><span class="cvz-swatch cvz-pad"></span> ` +
+        `${g.record.transposed ? "cropped by padding" : "padding"}</div>` : "";
     return `<figure class="cvz-panel" data-panel-box="${panel}"><figcaption><b>${esc(sym)}</b> ${esc(words)}` +
-      `<span class="cvz-shape">${several ? shape.join("\u00d7") : `${t.rows}\u00d7${t.cols}`}</span></figcaption>${caption}` +
+      `<span class="cvz-shape">${this.shapeText(panel, t)}</span></figcaption>${caption}` +
       `${chooser}<div class="cvz-planes">${planes.join("")}</div>${legend}${padNote}</figure>`;
+  }
+
+  hasPads(padded) {
+    const pads = this.padsOf(padded);
+    return Boolean(pads.top || pads.bottom || pads.left || pads.right);
+  }
+
+  // The shape in the caption: the tensor's, in its layout, with several planes.
+  shapeText(panel, t) {
+    if (t.batch * t.channels === 1) return `${t.rows}\u00d7${t.cols}`;
+    const g = this.result.g, role = core.opPanels(this.params.op).roleOf[panel];
+    return core.tensorIndex(g, role, [t.batch, t.channels, t.rows, t.cols]).join("\u00d7");
+  }
+
+  // What a redraw in place changes outside the grids: the shape and the padding's key.
+  panelLabels(panel, t, padded, el) {
+    el.querySelector(".cvz-shape").textContent = this.shapeText(panel, t);
+    const key = el.querySelector(".cvz-key");
+    if (key) key.hidden = !this.hasPads(padded);
+  }
+
+  // One plane's grid children, in order: the element `have` holds under each child's key
+  // where it has one, else the index of the child's HTML, pushed on `fresh`.  Returns the
+  // nodes, their keys, (cell key, node) pairs for every cell and the numbered cells' nodes,
+  // in (row, col) order.
+  planeNodes(panel, t, a, b, padded, have, fresh) {
+    const { g } = this.result;
+    const pads = this.padsOf(padded);
+    const vmax = this.scale(t);
+    const prefix = this.paletteClass();
+    const { rows: lostRows, cols: lostCols, word: lostWord, role } = this.lostOf(panel);
+    const transposed = g.record.transposed;
+    const chAttr = (t.channels > 1 ? ` data-channel="${b}"` : "") + ` data-plane="${a},${b}"`;
+    const nodes = [], keys = [], cells = [], numbered = [];
+    const put = (name, html) => { // html: a function, called only for a child `have` lacks
+      const key = `${a},${b}|${name}`;
+      const kept = have && have.get(key);
+      nodes.push(kept || fresh.push(html()) - 1);
+      keys.push(key);
+      return nodes.length - 1;
+    };
+    put("corner", () => `<div class="cvz-corner"></div>`);
+    for (let c = -pads.left; c < t.cols + pads.right; c++) {
+      const text = c >= 0 && c < t.cols ? c : "";
+      put(`col|${c}|${text}`, () => `<div class="cvz-idx cvz-col-idx">${text}</div>`);
+    }
+    put("gutter", () => `<div class="cvz-gutter"></div>`);
+    for (let r = -pads.top; r < t.rows + pads.bottom; r++) {
+      const realRow = r >= 0 && r < t.rows;
+      put(`row|${r}|${realRow ? r : ""}`, () => `<div class="cvz-idx cvz-row-idx">${realRow ? r : ""}</div>`);
+      for (let c = -pads.left; c < t.cols + pads.right; c++) {
+        const key = cellKey(panel, a, b, r, c);
+        if (!(realRow && c >= 0 && c < t.cols)) {
+          cells.push([key, put(`pad|${r}|${c}`, () => {
+            const label = panel === "x" ? "0" : "";
+            const word = panel === "x" ? "padding, value 0" : transposed ? "cropped by padding, not part of y"
+              : "padding, not part of dL/dx";
+            return `<div class="cvz-cell cvz-pad" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}" data-pad="true"` +
+              ` tabindex="-1" role="gridcell" aria-label="${PANEL_SYMBOL[panel]} row ${r} column ${c}: ${word}">${label}</div>`;
+          })]);
+          continue;
+        }
+        const j = put(`cell|${r}|${c}`, () => {
+          const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+          return `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
+            ` data-index="${core.indexText(g, role, a, b, r, c)}" data-value="${look.value}" tabindex="-1" role="gridcell"` +
+            ` aria-label="${look.label()}">${look.text}</div>`;
+        });
+        cells.push([key, j]);
+        numbered.push(j);
+      }
+      const lostRow = realRow && lostRows.has(r);
+      put(`end|${r}|${lostRow}`, () => `<div class="cvz-gutter${lostRow ? " cvz-lost-label" : ""}"${lostRow ? ` data-lost-row="${r}"` : ""}>` +
+        `${lostRow ? "\u2190 " + lostWord : ""}</div>`);
+    }
+    if (lostCols.size) {
+      put("lost-corner", () => `<div class="cvz-corner"></div>`);
+      for (let c = -pads.left; c < t.cols + pads.right; c++) {
+        const lost = lostCols.has(c) && c >= 0 && c < t.cols;
+        put(`lost|${c}|${lost}`, () => `<div class="cvz-idx${lost ? " cvz-lost-label cvz-lost-col" : ""}"` +
+          `${lost ? ` data-lost-col="${c}" title="${lostWord}"` : ""}>${lost ? "\u2191" : ""}</div>`);
+      }
+      put("lost-end", () => `<div class="cvz-gutter cvz-lost-label">\u2191 ${lostWord}</div>`);
+    }
+    return { nodes, keys, cells, numbered, columns: t.cols + pads.left + pads.right };
   }
 
   // The code panel: written only while it is open (a redraw of a large setting skips it).
