@@ -105,6 +105,21 @@ def _explorer_numbers(page, panel: str) -> np.ndarray:
     return out
 
 
+def _explorer_tensor(page, panel: str) -> dict[tuple[int, ...], float]:
+    """``{data-index: value}`` of every numbered cell of the first explorer's panel (hidden planes too)."""
+    got = page.locator(".cvz-explorer").first.evaluate(
+        f"e => [...e.querySelectorAll('[data-panel=\"{panel}\"][data-index]')].map(c => [c.dataset.index, c.dataset.value])")
+    return {tuple(int(v) for v in index.split(",")): float(value) for index, value in got}
+
+
+def _explorer_params(page) -> dict:
+    """The first explorer's setting, read from its controls."""
+    from convviz.explorer._setting import PARAMS
+
+    got = page.locator(".cvz-explorer").first.evaluate("e => [...e.querySelectorAll('[name]')].map(i => [i.name, i.value])")
+    return {name: int(value) if len(PARAMS[name]) == 3 else value for name, value in got if name in PARAMS}
+
+
 def _kernel_dx(params: dict) -> np.ndarray:
     from convviz.explorer._setting import compute
 
@@ -127,7 +142,7 @@ def watchdog():
 
 
 def test_explorer_widget_in_jupyterlab(jupyterlab, watchdog):
-    from convviz.explorer._setting import defaults
+    from convviz.explorer._setting import compute, defaults
 
     playwright_api = pytest.importorskip("playwright.sync_api") if not IN_CI else __import__(
         "playwright.sync_api", fromlist=["sync_playwright"])
@@ -191,6 +206,23 @@ def test_explorer_widget_in_jupyterlab(jupyterlab, watchdog):
             page.wait_for_selector(".cvz-explorer[data-theme='dark']", timeout=10_000)
             explorer.locator('[data-panel="dy"][data-row="2"][data-col="1"]').hover()
             page.screenshot(path=str(ARTIFACTS / "explorer_jupyterlab_dark.png"), full_page=False)
+
+            # Another mode with channels, chosen with the controls: conv_transpose2d, 2 -> 2
+            # channels; every cell of every plane of y holds the kernel's number at its data-index.
+            explorer.locator('[name="op"]').select_option("conv_transpose2d")
+            for name in ("in_channels", "out_channels"):
+                control = explorer.locator(f'[name="{name}"]')
+                control.fill("2")
+                control.dispatch_event("change")
+            page.wait_for_function(
+                "() => { const e = document.querySelector('.cvz-explorer');"
+                " return e.dataset.numbers === 'kernel' && e.querySelector('.cvz-source').textContent.includes('conv_transpose2d')"
+                " && e.querySelectorAll('[data-panel=y][data-plane=\"0,1\"]').length > 0; }", timeout=60_000)
+            shown = _explorer_tensor(page, "y")
+            expected = compute(_explorer_params(page)).arrays["y"]
+            assert expected.shape[1] == 2 and len(shown) == expected.size
+            assert all(value == expected[index] for index, value in shown.items())
+            page.screenshot(path=str(ARTIFACTS / "explorer_jupyterlab_conv_transpose2d.png"), full_page=False)
         except Exception:
             if page is not None:  # keep what the browser showed, for the CI log reader
                 page.screenshot(path=str(ARTIFACTS / "explorer_failure.png"), full_page=True)

@@ -145,6 +145,61 @@ def test_a_channel_of_4d_arrays_with_its_layout_stated():
     np.testing.assert_allclose(_output(ex)[0], expected[:, :, 0, 0], rtol=1e-12)
 
 
+def _result(ex: Explorer) -> np.ndarray:
+    """The widget's result in the op's own layout (as convviz returns it)."""
+    return compute(ex.params, ex._given).arrays[compute(ex.params, ex._given).output_panel]
+
+
+def test_whole_4d_arrays_are_shown_with_their_channels_groups_and_batch():
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (2, 6, 5, 4)).astype(float)  # NHWC: 2 images, 4 channels
+    w = rng.integers(-2, 3, (3, 3, 2, 4)).astype(float)  # HWIO: 2 input channels a group -> 2 groups
+    ex = explore(x=x, W=w, stride=1, padding="SAME")
+    assert ex.op == "conv2d" and (ex.batch, ex.in_channels, ex.out_channels, ex.groups) == (2, 4, 4, 2)
+    assert {"batch", "in_channels", "out_channels", "groups", "input_h", "kernel_w"} <= set(ex.locked)
+    assert ex.arrays["x"]["caption"] == "your x, a (2, 6, 5, 4) NHWC array"
+    assert (ex.arrays["x"]["batch"], ex.arrays["x"]["channels"]) == (2, 4)
+    np.testing.assert_array_equal(_result(ex), convviz.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    got = np.asarray(ex.kernel_result["data"]).reshape(2, 4, 6, 5)  # the kernel's reply: [image, channel, row, col]
+    np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), convviz.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+
+    x_nchw, dy = rng.standard_normal((1, 3, 7, 7)), rng.standard_normal((1, 6, 4, 4))
+    ex = explore(x=x_nchw, dy=dy, data_format="NCHW", stride=2, kernel=3)
+    assert ex.op == "depthwise_conv2d_native_backprop_filter" and (ex.in_channels, ex.multiplier) == (3, 2)
+    expected = convviz.depthwise_conv2d_native_backprop_filter(x_nchw, [3, 3, 3, 2], dy, [1, 1, 2, 2], "SAME",
+                                                               data_format="NCHW")
+    np.testing.assert_allclose(_result(ex), expected, rtol=1e-12)
+
+
+def test_conv_transpose2d_takes_pytorchs_tensors():
+    rng = np.random.default_rng(4)
+    x = rng.integers(-3, 4, (1, 2, 3, 4)).astype(float)  # (N, C_in, H, W)
+    w = rng.integers(-2, 3, (2, 3, 3, 3)).astype(float)  # (C_in, C_out / groups, kH, kW)
+    ex = explore(op="conv_transpose2d", x=x, W=w, stride=2, padding=1, output_padding=1)
+    assert (ex.in_channels, ex.out_channels, ex.groups, ex.input_h, ex.input_w) == (2, 3, 1, 3, 4)
+    assert ex.arrays["w"]["caption"] == "your W, a (2, 3, 3, 3) (C_in, C_out/groups, kH, kW) array"
+    expected = convviz.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1)
+    np.testing.assert_array_equal(_result(ex), expected)
+    with pytest.raises(ValueError, match="conv_transpose2d takes x .its input. and W"):
+        explore(op="conv_transpose2d", dy=np.ones((1, 2, 3, 3)))
+    with pytest.raises(ValueError, match="x and W must be whole tensors"):
+        explore(op="conv_transpose2d", x=x, channel=1)
+
+
+def test_arrays_too_large_for_whole_planes_show_channel_0_and_conflicts_are_named():
+    rng = np.random.default_rng(5)
+    ex = explore(x=rng.standard_normal((1, 5, 5, 8)), W=rng.standard_normal((3, 3, 8, 16)))
+    assert ex.arrays["x"]["caption"] == "your x, batch 0, channel 0 of a (1, 5, 5, 8) NHWC array"
+    assert ex.in_channels == 1 and ex.arrays["x"]["channels"] == 1
+    x, w = np.ones((2, 6, 5, 4)), np.ones((3, 3, 2, 4))
+    with pytest.raises(ValueError, match=re.escape("in_channels: your arrays have 4, got in_channels=3")):
+        explore(x=x, W=w, in_channels=3)
+    with pytest.raises(ValueError, match=re.escape("W must have shape (3, 3, 4, 4) (HWIO) in this setting")):
+        explore(x=x, W=np.ones((3, 3, 3, 4)))
+    with pytest.raises(ValueError, match=re.escape("dy must have shape (2, 6, 5, 4) (NHWC) in this setting")):
+        explore(op="conv2d_backprop_filter", x=x, dy=np.ones((2, 3, 3, 4)), stride=1)
+
+
 def test_user_dy_that_stops_fitting_falls_back_to_example_numbers():
     dy = np.ones((3, 3))
     ex = explore(dy=dy, W=np.ones((3, 3)), input=6, stride=2)

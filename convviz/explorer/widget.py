@@ -152,10 +152,14 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
     Parameters
     ----------
     x, W, dy : array_like, optional
-        Your own numbers instead of the example ones: 2-D ``(rows, cols)``, or 4-D
-        (``x`` and ``dy`` in ``data_format``, batch 0; ``W`` as HWIO), one channel
-        picked by ``channel``.  ``x`` fixes the input size and ``W`` the kernel size;
-        ``dy`` must have the output's shape.
+        Your own numbers instead of the example ones: 2-D ``(rows, cols)``, or whole
+        4-D tensors in the op's layout (``x`` and ``dy`` in ``data_format``; ``W`` as
+        HWIO, ``[kh, kw, c, m]`` for the depthwise ops; for ``conv_transpose2d``
+        PyTorch's NCHW input ``x`` and ``(C_in, C_out / groups, kH, kW)`` weight ``W``),
+        every plane drawn while they have at most 4 channels and 2 images.  They fix
+        the sizes, channels, groups, multiplier and batch they imply (those controls
+        are locked); a shape that does not fit the rest is an error naming it.  A
+        larger 4-D array, or any with ``channel`` given, shows one plane (batch 0).
     op : str, optional
         The public name of an op (``convviz.explorer.OPS``).  Default: what the arrays
         given make, else ``"conv2d_backprop_input"``.  The first explorer's names
@@ -191,9 +195,10 @@ def explore(x: Any = None, W: Any = None, dy: Any = None, **settings: Any) -> Ex
         ``"auto"`` follows JupyterLab's, VS Code's or the system's theme.
     data_format : {"NHWC", "NCHW"}
         Layout of 4-D ``x`` and ``dy``.
-    channel : int or (int, int)
-        Channel picked from 4-D arrays: ``(in_channel, out_channel)``; x uses the
-        first, dy the second, W both.
+    channel : int or (int, int), optional
+        One plane of 4-D arrays instead of the whole: ``(in_channel, out_channel)``;
+        x uses the first, dy the second, W both (default: whole tensors where they
+        fit, else channel 0).
 
     Returns
     -------
