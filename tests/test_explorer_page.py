@@ -1158,6 +1158,28 @@ def test_a_redraw_in_place_equals_a_fresh_page_of_the_same_setting(pages, op):
     pages.check_offline()
 
 
+FONTS_JS = """() => [...document.querySelectorAll(".cvz-cell[data-value]")].filter((e) => e.offsetParent !== null)
+  .map((e) => [e.textContent, parseFloat(getComputedStyle(e).fontSize), e.scrollWidth, e.clientWidth])"""
+
+
+@pytest.mark.parametrize("search", [
+    "?input=16&kernel=3&padding=SAME&in_channels=4&out_channels=4&op=conv2d&seed=1",
+    "?input=24&kernel=5&stride=1&padding=SAME&op=conv2d_backprop_input&values=decimals&seed=3",
+    "?input=12&kernel=5&stride=1&padding=SAME&in_channels=3&out_channels=2&batch=2&op=conv2d_backprop_filter",
+    "?input=24&kernel=3&stride=1&padding=VALID&op=depthwise_conv2d_native&symbols=on",
+])
+def test_no_number_is_drawn_under_10pt_or_cut_off(pages, search):
+    """At 1280x720, every number on a cell (of every panel's shown plane) is at least 13 px (10 pt,
+    VISUAL.md's least size) and fits its cell: long numbers widen their panel's cells instead."""
+    page = pages.open(search)
+    shown = page.evaluate(FONTS_JS)
+    assert shown and any(len(text) >= 3 for text, *_ in shown)
+    small = [(text, size) for text, size, _, _ in shown if size < 13]
+    cut = [(text, width, room) for text, _, width, room in shown if width > room]
+    assert not small and not cut, (small[:5], cut[:5])
+    pages.check_offline()
+
+
 def _check_every_index(page, p: dict[str, Any]) -> None:
     """Every tensor's every cell on the page (hidden planes too) holds convviz's value at its data-index."""
     for name, array in compute(p).arrays.items():

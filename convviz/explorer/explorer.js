@@ -32,6 +32,8 @@ const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
+const MIN_FONT = 13; // px (10 pt): no number on a cell is drawn smaller, the back row's limit (VISUAL.md)
+const CELL_MARGIN = 6; // px a cell keeps around its widest number
 // SVG's namespace, as the browser's own HTML parser gives it to an <svg> element: a name,
 // never fetched, and the page itself holds no URL at all.
 function svgNamespace() {
@@ -92,6 +94,11 @@ function wrapText(text, width) {
   }
   if (line) lines.push(line);
   return lines;
+}
+
+// The font of a cell of `size` px: 40% of it, never under MIN_FONT.
+function cellFont(size) {
+  return Math.max(MIN_FONT, Math.round(size * 0.4));
 }
 
 function cellKey(panel, a, b, r, c) {
@@ -473,6 +480,7 @@ class ExplorerView {
       if (inPlace) reused.push(panel);
     }
     this.panelState = next;
+    this.fitLabels();
     const arrow = this.arrowEl || (this.arrowEl = Object.assign(document.createElement("div"),
       { className: "cvz-arrow", textContent: "\u2192" }));
     arrow.setAttribute("aria-hidden", "true");
@@ -531,7 +539,60 @@ class ExplorerView {
   setCellSize(size) {
     this.size = size;
     this.panelsEl.style.setProperty("--cell", `${size}px`);
-    this.panelsEl.style.setProperty("--cell-font", `${Math.max(13, Math.round(size * 0.4))}px`);
+    this.panelsEl.style.setProperty("--cell-font", `${cellFont(size)}px`);
+  }
+
+  // Each panel's cells wide enough for its widest number at MIN_FONT (a panel of long
+  // numbers gets larger cells than the row's), and its numbers of 3 or more characters in one
+  // font that fits them (--long-font): no number shrinks below MIN_FONT to fit its cell.
+  fitLabels() {
+    for (const [panel, state] of this.panelState || []) {
+      const widest = this.widestLabel(panel);
+      const size = Math.max(this.size, Math.ceil(widest) + CELL_MARGIN);
+      const long = Math.max(MIN_FONT, Math.min(cellFont(size), Math.floor(MIN_FONT * (size - CELL_MARGIN) / Math.max(widest, 1))));
+      const fit = `${size}|${long}`;
+      if (state.fit === fit) continue;
+      state.fit = fit;
+      const style = state.el.style;
+      if (size > this.size) {
+        style.setProperty("--cell", `${size}px`);
+        style.setProperty("--cell-font", `${cellFont(size)}px`);
+      } else {
+        style.removeProperty("--cell");
+        style.removeProperty("--cell-font");
+      }
+      style.setProperty("--long-font", `${long}px`);
+    }
+  }
+
+  // The width in px of a panel's widest label at MIN_FONT, in the cells' font (a canvas
+  // measures it): its largest and smallest numbers (all of them when not integers), or the
+  // symbol of its last cell.
+  widestLabel(panel) {
+    const t = this.result.tensors[panel];
+    let texts;
+    if (this.params.symbols === "on") texts = [core.shortSymbol(PANEL_SYMBOL[panel], t.rows - 1, t.cols - 1)];
+    else {
+      let lo = Infinity, hi = -Infinity, integers = true;
+      for (const v of t.data) {
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+        if (integers && !Number.isInteger(v)) integers = false;
+      }
+      texts = integers ? [core.formatNumber(lo), core.formatNumber(hi)] : Array.from(t.data, core.formatNumber);
+    }
+    const most = Math.max(...texts.map((text) => text.length));
+    if (most <= 2) return 0; // one or two characters fit the smallest cell at MIN_FONT
+    if (!this.measure) {
+      this.measure = document.createElement("canvas").getContext("2d");
+      this.measureFont = `600 ${MIN_FONT}px ${getComputedStyle(this.root).fontFamily}`;
+    }
+    if (!this.measure) return most * MIN_FONT * 0.85; // no canvas: a generous estimate
+    this.measure.font = this.measureFont;
+    let widest = 0;
+    for (const text of new Set(texts)) if (text.length === most || text.length === most - 1)
+      widest = Math.max(widest, this.measure.measureText(text).width);
+    return widest;
   }
 
   // What a panel's DOM depends on, but for its numbers, colours and labels (which
@@ -676,6 +737,7 @@ class ExplorerView {
     if (smaller >= this.size) return;
     this.fit = { base: this.layoutKey, size: smaller }; // the next redraw of these panels starts there
     this.setCellSize(smaller);
+    this.fitLabels();
   }
 
   // The rows and columns of `panel` that no window reads (only the padded panel shows
@@ -731,7 +793,7 @@ class ExplorerView {
       return { cls: "cvz-cell cvz-hidden-cell", value: core.exactNumber(v), text: "?",
                label: () => `${this.cellName(panel, a, b, r, c)}: your answer?` };
     const text = this.params.symbols === "on" ? core.shortSymbol(PANEL_SYMBOL[panel], r, c) : core.formatNumber(v);
-    const long = text.length > 2 ? ` cvz-len${Math.min(text.length, 5)}` : "";
+    const long = text.length > 2 ? " cvz-long" : ""; // drawn in the panel's --long-font (fitLabels)
     const value = core.exactNumber(v);
     const sym = this.params.symbols === "on" ? " cvz-sym" : "";
     const mark = answer ? ` cvz-${answer}` : ""; // practice: answered right or wrong
