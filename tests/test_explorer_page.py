@@ -783,6 +783,25 @@ def screenshots(browser, tmp_path_factory):
         pages.close()
 
 
+def test_four_by_four_channels_fit_one_1280x720_screen(pages):
+    """The issue's legibility case, settings folded: x, W and y side by side in one row beside the
+    worked sum (of a hovered y cell), all within 1280x720 without scrolling, no number under 13 px (y's sums of 36 products take 3 characters)."""
+    op, extra, (panel, r, c, ch) = CHANNEL_SHOT
+    page = pages.open(f"?{extra}&op={op}&theme=light", viewport=VIEWPORT)
+    page.click(".cvz-settings > summary")
+    target = page.locator(sel(panel, r, c, ch)).first
+    page.click(f'[data-panel-tab="{panel}"][data-plane-tab="{target.get_attribute("data-plane")}"]')
+    target.hover()
+    boxes = page.evaluate("""() => [...document.querySelectorAll('.cvz-panel, [data-role=sum]')].map((e) => {
+        const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })""")
+    *panels, worked = boxes
+    assert len(panels) == 3 and len({round(top) for _, top, _, _ in panels}) == 1, panels  # one row
+    assert all(right <= worked[0] for _, _, right, _ in panels) and worked[2] <= 1280
+    assert max(bottom for *_, bottom in boxes) <= 720, boxes
+    assert min(size for _, size, _, _ in page.evaluate(FONTS_JS)) >= 13
+    pages.check_offline()
+
+
 def test_screenshots_show_the_worked_sum_of_convviz(screenshots):
     taken, pages = screenshots
     assert len(taken) == 2 * (len(SHOTS) + 1) and set(SHOTS) == set(OPS)

@@ -33,7 +33,7 @@ const MAX_PRODUCT_LABELS = 64;
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
 const MIN_FONT = 13; // px (10 pt): no number on a cell is drawn smaller, the back row's limit (VISUAL.md)
-const CELL_MARGIN = 6; // px a cell keeps around its widest number
+const CELL_MARGIN = 3; // px a cell keeps around its widest number
 // SVG's namespace, as the browser's own HTML parser gives it to an <svg> element: a name,
 // never fetched, and the page itself holds no URL at all.
 function svgNamespace() {
@@ -1278,17 +1278,18 @@ class ExplorerView {
   sumHtml(sum) {
     const shown = sum.terms.slice(0, MAX_SHOWN_TERMS);
     const more = sum.terms.length - shown.length;
-    const tail = more > 0 ? ` + \u2026 (${more} more)` : "";
     const f = (v) => (v < 0 ? `(${core.formatNumber(v)})` : core.formatNumber(v));
     const name = (x) => this.cellName(x.panel, x.cell[0], x.cell[1], x.cell[2], x.cell[3]);
-    const join = (fn) => {
-      if (sum.groups.length < 2) return shown.map(fn).join(" + ") + tail;
+    const join = (fn, list = shown) => {
+      const rest = sum.terms.length - list.length;
+      const end = rest > 0 ? ` + \u2026 (${rest} more)` : "";
+      if (sum.groups.length < 2) return list.map(fn).join(" + ") + end;
       const parts = [];
       for (const group of sum.groups) {
-        const inGroup = group.terms.filter((t) => shown.includes(t));
+        const inGroup = group.terms.filter((t) => list.includes(t));
         if (inGroup.length) parts.push(`[${sum.groupedBy} ${group.key}: ${inGroup.map(fn).join(" + ")}]`);
       }
-      return parts.join(" + ") + tail;
+      return parts.join(" + ") + end;
     };
     const empty = sum.terms.length === 0;
     const n = sum.terms.length;
@@ -1301,7 +1302,10 @@ class ExplorerView {
       body = `<div class="cvz-formula">${esc(core.formula(this.result.g))}</div><div class="cvz-sum-count">${esc(count)}</div>` +
         rows + (more > 0 ? `<div class="cvz-sum-term">+ \u2026 (${more} more)</div>` : "");
     } else {
-      const symbols = join((t) => `${name(t.a)}\u00b7${name(t.b)}`);
+      // Full 4-D names fill a line of the column each: half as many, so that the sum's
+      // value stays on a 720 px screen (4 channels: 36 terms).
+      const longNames = !empty && name(shown[0].a).length > 8;
+      const symbols = join((t) => `${name(t.a)}\u00b7${name(t.b)}`, longNames ? shown.slice(0, MAX_SHOWN_TERMS / 2) : shown);
       const numbers = join((t) => `${f(t.va)}\u00b7${f(t.vb)}`);
       body = `<div class="cvz-sum-count">${esc(count)}</div><div class="cvz-sum-terms">${esc(symbols)}</div>` +
         `<div class="cvz-sum-terms">= ${esc(numbers)}</div>`;
