@@ -222,6 +222,9 @@ constexpr int FWD_LONG_BLOCK = per_isa(THIS_ISA, 2, 2, 4);
 constexpr int FWD_MR4_LONG = per_isa(THIS_ISA, 0, 0, 6);
 constexpr idx FWD_LONG_BLOCK_BYTES = 64 * 1024;
 constexpr int FWD_MR2 = per_isa(THIS_ISA, 4, 6, 14);
+// A short call (see conv2d_forward_prepare's channel-block rule): 2^26 flops, about
+// 0.2-0.4 ms on 2 cores of the AVX-512 machine.
+constexpr double FWD_SHORT_CALL_FLOPS = 67108864.0;
 constexpr int FWD_MR1 = per_isa(THIS_ISA, 4, 12, 24);
 
 // Per-thread scratch, carved from one allocation: the unit's packed filter
@@ -301,10 +304,21 @@ static void conv2d_forward_prepare(Conv2dForwardArgs* a) {
     a->block_vecs = vectors >= wide ? wide : 2;
     a->blocks_per_group = (vectors + a->block_vecs - 1) / a->block_vecs;
     // By channel blocks when the filter outweighs a batch of input: rows would
-    // stream the whole filter through the cache once per output row.
+    // stream the whole filter through the cache once per output row.  Also in a
+    // short call whose filter weighs half the input or more: row units wait for the
+    // whole filter's pack on the calling thread, where channel-block units pack
+    // their own blocks in parallel.  Timed in one process, the two rules alternating
+    // (12 rounds, 2 threads, median ratio; the same bits), two passes: 14x14 1x1
+    // 80->184 0.75 / 0.82x the time, 112->112 0.78 / 0.82x, 256->128 0.85 / 0.77x,
+    // 384->192 0.82 / 0.69x, 72->168 0.88 / 0.87x, 4x7x7 256->160 0.86 / 0.89x,
+    // 8x7x7 320->256 1.07 / 0.88x; longer calls lost (28x28 128->416 1x1, 84
+    // MFLOP, 1.11x; 28x28 192->512 1.11x; 2x28x28 128->128 3x3 1.28x), so past
+    // FWD_SHORT_CALL_FLOPS the first rule alone.
     const double filter_elems = (double)a->KH * a->KW * a->cin_g * a->Cout;
     const double input_elems = (double)a->N * a->H * a->W * a->Cin;
-    a->by_block = filter_elems > input_elems && a->G * a->blocks_per_group >= 2;
+    const bool short_call = a->flops() <= FWD_SHORT_CALL_FLOPS;
+    a->by_block = (filter_elems > input_elems || (short_call && 2 * filter_elems >= input_elems)) &&
+                  a->G * a->blocks_per_group >= 2;
     // Wide filters are packed block by block: a tile reads one filter row of its
     // channel block per reduction step, and in [..][cin_g][cout_g_pad] order
     // those rows lie a whole filter width apart (2 KiB for 512 channels), each

@@ -70,6 +70,8 @@ WIDE = [
     # A filter bigger than the input: the kernel walks channel blocks over every row.
     (2, 3, 4, 16, 48, 2, 3, 3),
     (1, 5, 5, 40, 72, 1, 3, 3),
+    # A short call whose filter weighs half its input or more: channel blocks too.
+    (1, 10, 10, 40, 56, 1, 1, 1),
 ]
 
 
