@@ -22,7 +22,7 @@ import convviz
 from convviz import reference
 from convviz._backends import cpu
 from convviz.geometry import ConvGeometry
-from convviz.ops import _filter_grad, _forward
+from convviz.ops import _filter_grad, _forward, filter_grad
 from convviz.ops._op import window_arguments
 
 BF16 = ml_dtypes.bfloat16
@@ -194,6 +194,28 @@ def test_filter_gradient_sums_many_chunks_of_rows_in_order(rng):
     assert _within_bound(dw, *_filter_grad_bound(args))
     again = convviz.conv2d_backprop_filter(*args, n_threads=3)
     assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+
+
+@needs_amx
+@pytest.mark.parametrize("shape", [(8, 7, 7, 160, 96), (2, 14, 14, 64, 48), (3, 5, 9, 64, 64)])
+def test_a_pointwise_filter_gradients_pixels_run_in_rows_that_fill_the_tiles(shape, rng):
+    # 7-, 14- and 9-column rows filled 7, 14 and 9 of the tiles' 32-pixel steps: the pixels
+    # go in rows that divide them (392 in one row, 392 of 416 useful); the bound and the bits
+    # for any thread count hold, NCHW alike.
+    n, h, w, cin, cout = shape
+    x = rng.standard_normal((n, h, w, cin)).astype(BF16)
+    dy = rng.standard_normal((n, h, w, cout)).astype(BF16)
+    args = [x, [1, 1, cin, cout], dy, [1, 1, 1, 1], "SAME"]
+    assert filter_grad.pixel_rows(x, dy) is not None
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx()
+    assert _within_bound(dw, *_filter_grad_bound(args))
+    for threads in (1, 3):
+        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
+        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+    nchw = convviz.conv2d_backprop_filter(x.transpose(0, 3, 1, 2), [1, 1, cin, cout], dy.transpose(0, 3, 1, 2),
+                                          [1, 1, 1, 1], "SAME", data_format="NCHW")
+    assert _within_bound(nchw, *_filter_grad_bound(args))
 
 
 @needs_amx

@@ -9,6 +9,8 @@ float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -109,18 +111,67 @@ def _run_on_forward_kernel(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw
                                     1, 1, 1, 1, 0, 0, 1, n_threads, cpu.ISA_CODE, plan.f64, cpu.MIN_PARALLEL_WORK))
 
 
+#: The longest row of pixels :func:`pixel_rows` makes (the AMX kernel stages a chunk of rows).
+AMX_MAX_ROW_PIXELS = 512
+
+
+def _fill(p: int) -> float:
+    """A row of p pixels' share of the 32-pixel steps the tiles take it in."""
+    return p / (-(-p // 32) * 32)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_length(pixels: int, columns: int) -> int | None:
+    """The row length for :func:`pixel_rows` (a search over the divisors: cached, a loop of
+    calls pays it once), or ``None`` where rows of ``columns`` fill the steps as well."""
+    best = max((p for p in range(1, min(pixels, AMX_MAX_ROW_PIXELS) + 1) if pixels % p == 0),
+               key=lambda p: (_fill(p), p))
+    return best if _fill(best) > _fill(columns) + 0.01 else None
+
+
+def pixel_rows(x: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A 1x1, stride-1, unpadded filter gradient's x and dy (logical NHWC) as views of
+    ``(1, rows, P, C)``: ``dw[ci, co]`` sums ``x[p, ci] * dy[p, co]`` over all pixels p, in
+    whatever rows they come, and the AMX tiles take a row's pixels 32 at a time, padding the
+    last 32 -- a 7-column row filled 7 of 32 (22% of the tiles' work useful).  P divides the
+    pixels, at most AMX_MAX_ROW_PIXELS, filling its 32-pixel steps best (then the longest);
+    ``None`` where the rows already fill them as well, or x's pixels are not one stride apart.
+
+    >>> x = np.zeros((8, 7, 7, 16)); dy = np.zeros((8, 7, 7, 32))
+    >>> [a.shape for a in pixel_rows(x, dy)]  # 392 pixels: one row, 392 of 416 useful
+    [(1, 1, 392, 16), (1, 1, 392, 32)]
+    """
+    n, h, w, c = x.shape
+    pixels = n * h * w
+    if dy.shape[:3] != x.shape[:3] or pixels == 0:
+        return None
+    best = _row_length(pixels, w)
+    if best is None:
+        return None
+    for a in (x, dy):
+        step = a.strides[2]
+        if a.strides[1] != w * step or a.strides[0] != h * w * step:  # pixels not one stride apart
+            return None
+    # (then a reshape is a view: no copy)
+    return x.reshape(1, pixels // best, best, x.shape[3]), dy.reshape(1, pixels // best, best, dy.shape[3])
+
+
 def compute(plan: cpu.ConvPlan, x: np.ndarray, dy: np.ndarray, dw: np.ndarray, n_threads: int) -> None:
-    """The kernel call: bfloat16 on AMX tiles where they run and the call suits them;
-    a short 1x1 sum on the forward kernel, a 1x1 gradient with few output channels
-    with x and dy swapped (:func:`prepare`)."""
+    """The kernel call: bfloat16 on AMX tiles where they run and the call suits them
+    (a 1x1 filter's pixels in rows that fill the tiles, :func:`pixel_rows`); a short 1x1
+    sum on the forward kernel, a 1x1 gradient with few output channels with x and dy
+    swapped (:func:`prepare`)."""
     if plan.extra == ON_FORWARD:
         return _run_on_forward_kernel(plan, x, dy, dw, n_threads)
     if plan.extra == SWAPPED:  # (dw transposed: the kernel writes through any strides)
         x, dy, dw = dy, x, dw.transpose(0, 1, 3, 2)
     code = plan.code
-    if (code == cpu.BFLOAT16_CODE and cpu.amx_in_use()
-            and _kernel_amx(x, dy, dw, code, *plan.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0):
-        return  # (else -1: nothing written)
+    if code == cpu.BFLOAT16_CODE and cpu.amx_in_use():
+        amx_x, amx_dy = x, dy
+        if dw.shape[:2] == (1, 1) and plan.window[:2] == (1, 1) and not any(plan.window[4:]):
+            amx_x, amx_dy = pixel_rows(x, dy) or (x, dy)
+        if _kernel_amx(amx_x, amx_dy, dw, code, *plan.ints, n_threads, cpu.MIN_PARALLEL_WORK) >= 0:
+            return  # (else -1: nothing written)
     _kernel(x, code, dy, code, dw, code, plan.col_ranges, *plan.ints, n_threads, cpu.ISA_CODE, plan.f64,
             cpu.MIN_PARALLEL_WORK)
 
