@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..geometry import DATA_FORMATS
-from ._setting import MODES, PARAMS, TRANSPOSED, build_geometry, check_param, defaults, from_layout, panels, role_shapes
+from ._setting import (MODES, PARAMS, TRANSPOSED, build_geometry, check_param, defaults, from_layout, panels,
+                       role_shapes, to_layout)
 
 _PAIRS = {"input": ("input_h", "input_w"), "kernel": ("kernel_h", "kernel_w"),
           "stride": ("stride_h", "stride_w"), "dilation": ("dilation_h", "dilation_w"),
@@ -106,6 +107,17 @@ _ROLES = {"x": "input", "W": "filter", "dy": "output"}
 _TRANSPOSED_ROLES = {"x": "output", "W": "filter"}
 
 
+def _roles(op: str) -> dict[str, str]:
+    """The role of each array ``explore`` takes for ``op``."""
+    return _TRANSPOSED_ROLES if op == TRANSPOSED else _ROLES
+
+
+def _nchw_activation(name: str, op: str, data_format: str) -> bool:
+    """Whether the user's ``name`` is an NCHW activation the op's NHWC layout is not (a
+    transposed convolution's tensors are PyTorch's NCHW already)."""
+    return op != TRANSPOSED and name != "W" and data_format == "NCHW"
+
+
 def _layout_name(name: str, op: str, data_format: str) -> str:
     if op == TRANSPOSED:
         return "(C_in, C_out/groups, kH, kW)" if name == "W" else "NCHW"
@@ -122,7 +134,7 @@ def _whole_tensors(arrays: dict[str, np.ndarray], op: str, data_format: str, par
     ``(C_in, C_out / groups, kH, kW)`` weight), 2-D ones a single plane."""
     transposed = op == TRANSPOSED
     depthwise = MODES[op].depthwise
-    roles = _TRANSPOSED_ROLES if transposed else _ROLES
+    roles = _roles(op)
     panels_of: dict[str, np.ndarray] = {}
     for name, a in arrays.items():
         if name not in roles:
@@ -131,7 +143,7 @@ def _whole_tensors(arrays: dict[str, np.ndarray], op: str, data_format: str, par
             a = a[None, None]
         elif a.ndim != 4:
             return None
-        if not transposed and name != "W" and data_format == "NCHW":
+        if _nchw_activation(name, op, data_format):
             a = a.transpose(0, 2, 3, 1)
         panels_of[name] = from_layout(a, roles[name], transposed)
     counts: dict[str, int] = {}
@@ -177,21 +189,16 @@ def _check_whole_shapes(panels_of: dict[str, np.ndarray], arrays: dict[str, np.n
                         data_format: str, params: dict[str, Any]) -> None:
     """Each whole tensor has the shape its role takes in the setting (``ValueError`` naming it)."""
     shapes = role_shapes(params)
-    transposed = op == TRANSPOSED
-    roles = _TRANSPOSED_ROLES if transposed else _ROLES
+    roles = _roles(op)
     for name, panel in panels_of.items():
         expected = shapes[roles[name]] if shapes else None
         if expected is not None and panel.shape != expected:
-            layout = _layout_name(name, op, data_format)
-            want = np.empty(expected)
-            if transposed:
-                want_shape = want.transpose(1, 0, 2, 3).shape if name == "W" else expected
-            elif name == "W":
-                want_shape = want.transpose(2, 3, 0, 1).shape
-            else:
-                want_shape = expected if data_format == "NCHW" else want.transpose(0, 2, 3, 1).shape
-            raise ValueError(f"{name} must have shape {tuple(want_shape)} ({layout}) in this setting "
-                             f"(channels, groups, sizes and padding), got {arrays[name].shape}")
+            # the panel's shape in the user's layout: _whole_tensors' steps undone
+            want = to_layout(np.broadcast_to(0.0, expected), roles[name], op == TRANSPOSED)
+            if _nchw_activation(name, op, data_format):
+                want = want.transpose(0, 3, 1, 2)
+            raise ValueError(f"{name} must have shape {want.shape} ({_layout_name(name, op, data_format)}) in "
+                             f"this setting (channels, groups, sizes and padding), got {arrays[name].shape}")
 
 
 def _check_fits(params: dict[str, Any]) -> None:
@@ -274,7 +281,7 @@ def resolve(x: Any = None, W: Any = None, dy: Any = None, *, op: str | None = No
         panels_of, counts = whole
         params.update(counts)
         resolved.locked.extend(counts)
-        roles = _TRANSPOSED_ROLES if op == TRANSPOSED else _ROLES
+        roles = _roles(op)
         panel_names = panels(op)
         for name, panel in panels_of.items():
             a = arrays[name]

@@ -73,8 +73,6 @@ function esc(text) {
   return String(text).replace(/[&<>"]/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[ch]));
 }
 
-// A cell of a panel: plane (a, b) -- (image, channel) of an activation, (a, b) of a filter
-// (core.roleShape) -- then row and column.
 // Whether the explorer runs inside a frame of another page (a lesson of the course site).
 function embedded() {
   try {
@@ -101,6 +99,8 @@ function cellFont(size) {
   return Math.max(MIN_FONT, Math.round(size * 0.4));
 }
 
+// A cell of a panel: plane (a, b) -- (image, channel) of an activation, (a, b) of a filter
+// (core.roleShape) -- then row and column.
 function cellKey(panel, a, b, r, c) {
   return `${panel}|${a}|${b}|${r}|${c}`;
 }
@@ -463,7 +463,8 @@ class ExplorerView {
     }
     const { layout, padded } = core.opPanels(this.params.op);
     this.choosePlaneMode(g, tensors);
-    const keys = layout.map((panel) => this.panelKey(panel));
+    const frames = layout.map((panel) => this.panelFrame(panel));
+    const keys = layout.map((panel, i) => this.panelKey(panel, frames[i]));
     const layoutKey = keys.join("\n");
     let cellSize = this.cellSize(g);
     if (this.fit && this.fit.base === layoutKey) cellSize = Math.min(cellSize, this.fit.size);
@@ -474,9 +475,8 @@ class ExplorerView {
     for (const [i, panel] of layout.entries()) {
       const old = state.get(panel);
       if (old && old.key === keys[i]) { next.set(panel, old); reused.push(panel); continue; }
-      const frame = this.panelFrame(panel);
-      const inPlace = Boolean(old) && old.frame === frame;
-      next.set(panel, this.buildPanel(panel, tensors[panel], panel === padded, keys[i], frame, inPlace ? old : null));
+      const inPlace = Boolean(old) && old.frame === frames[i];
+      next.set(panel, this.buildPanel(panel, tensors[panel], panel === padded, keys[i], frames[i], inPlace ? old : null));
       if (inPlace) reused.push(panel);
     }
     this.panelState = next;
@@ -504,7 +504,8 @@ class ExplorerView {
   buildPanel(panel, t, padded, key, frame, old) {
     const have = old ? old.have : null;
     const fresh = [], planes = [];
-    for (const [a, b] of this.planes(t)) planes.push(this.planeNodes(panel, t, a, b, padded, have, fresh));
+    const look = { pads: this.padsOf(padded), vmax: this.scale(t), prefix: this.paletteClass(), lost: this.lostOf(panel) };
+    for (const [a, b] of this.planes(t)) planes.push(this.planeNodes(panel, t, a, b, look, have, fresh));
     const template = document.createElement("template");
     template.innerHTML = (old ? "" : this.panelHtml(panel, t, padded)) + fresh.join("");
     const made = Array.from(template.content.children);
@@ -596,12 +597,12 @@ class ExplorerView {
   }
 
   // What a panel's DOM depends on, but for its numbers, colours and labels (which
-  // updateValues rewrites in place).
-  panelKey(panel) {
+  // updateValues rewrites in place): its frame (panelFrame), size and pads.
+  panelKey(panel, frame) {
     const { g, tensors } = this.result;
     const t = tensors[panel], { padded } = core.opPanels(this.params.op);
     const axes = panel === padded ? [g.rows.before, g.rows.after, g.cols.before, g.cols.after, g.rows.lost, g.cols.lost] : [];
-    return JSON.stringify([this.panelFrame(panel), t.rows, t.cols, axes]);
+    return JSON.stringify([frame, t.rows, t.cols, axes]);
   }
 
   // What a panel's frame (caption, chooser, plane boxes, legend) and its cells' attributes
@@ -850,7 +851,7 @@ class ExplorerView {
     const [sym, words] = panelTitle(this.params.op, panel);
     const vmax = this.scale(t);
     const stops = core.PALETTES[this.palette()[0]];
-    const { role } = this.lostOf(panel);
+    const role = this.roleOfPanel[panel];
     const arrays = this.model.get("arrays") || {};
     const caption = arrays[panel] && arrays[panel].caption && this.given[panel] === this.result.tensors[panel]
       ? `<div class="cvz-caption">${esc(arrays[panel].caption)}</div>` : "";
@@ -884,8 +885,7 @@ class ExplorerView {
   // The shape in the caption: the tensor's, in its layout, with several planes.
   shapeText(panel, t) {
     if (t.batch * t.channels === 1) return `${t.rows}\u00d7${t.cols}`;
-    const g = this.result.g, role = core.opPanels(this.params.op).roleOf[panel];
-    return core.tensorIndex(g, role, [t.batch, t.channels, t.rows, t.cols]).join("\u00d7");
+    return core.tensorIndex(this.result.g, this.roleOfPanel[panel], [t.batch, t.channels, t.rows, t.cols]).join("\u00d7");
   }
 
   // What a redraw in place changes outside the grids: the shape and the padding's key.
@@ -896,15 +896,14 @@ class ExplorerView {
   }
 
   // One plane's grid children, in order: the element `have` holds under each child's key
-  // where it has one, else the index of the child's HTML, pushed on `fresh`.  Returns the
-  // nodes, their keys, (cell key, node) pairs for every cell and the numbered cells' nodes,
-  // in (row, col) order.
-  planeNodes(panel, t, a, b, padded, have, fresh) {
+  // where it has one, else the index of the child's HTML, pushed on `fresh`.  `look`: the
+  // panel's pads, colour scale, palette and lost rows (buildPanel's, the same for every
+  // plane).  Returns the nodes, their keys, (cell key, node) pairs for every cell and the
+  // numbered cells' nodes, in (row, col) order.
+  planeNodes(panel, t, a, b, look, have, fresh) {
     const { g } = this.result;
-    const pads = this.padsOf(padded);
-    const vmax = this.scale(t);
-    const prefix = this.paletteClass();
-    const { rows: lostRows, cols: lostCols, word: lostWord, role } = this.lostOf(panel);
+    const { pads, vmax, prefix } = look;
+    const { rows: lostRows, cols: lostCols, word: lostWord, role } = look.lost;
     const transposed = g.record.transposed;
     const chAttr = (t.channels > 1 ? ` data-channel="${b}"` : "") + ` data-plane="${a},${b}"`;
     const nodes = [], keys = [], cells = [], numbered = [];
@@ -937,10 +936,10 @@ class ExplorerView {
           continue;
         }
         const j = put(`cell|${r}|${c}`, () => {
-          const look = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
-          return `<div class="${look.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
-            ` data-index="${core.indexText(g, role, a, b, r, c)}" data-value="${look.value}" tabindex="-1" role="gridcell"` +
-            ` aria-label="${look.label()}">${look.text}</div>`;
+          const cell = this.cellLook(panel, t, a, b, r, c, vmax, prefix, lostRows.has(r) || lostCols.has(c), lostWord);
+          return `<div class="${cell.cls}" data-panel="${panel}"${chAttr} data-row="${r}" data-col="${c}"` +
+            ` data-index="${core.indexText(g, role, a, b, r, c)}" data-value="${cell.value}" tabindex="-1" role="gridcell"` +
+            ` aria-label="${cell.label()}">${cell.text}</div>`;
         });
         cells.push([key, j]);
         numbered.push(j);

@@ -10,7 +10,6 @@ float64 reference (``convviz.reference.conv2d_backprop_filter``) and the
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 from typing import Any
 
