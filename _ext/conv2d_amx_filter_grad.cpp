@@ -4,15 +4,31 @@
 //
 // dw[kh, kw, ci, co] = sum over output pixels p of x[p's input pixel through
 // tap (kh, kw), ci] * dy[p, co]: per tap a GEMM C[ci][co] += A[ci][p] B[p][co]
-// whose reduction runs over the pixels.  A wants each input channel's pixels
-// in a row: every input row is staged transposed ([stride phase][channel]
-// [column]; a tap's pixels of one output row are then consecutive columns of
-// its phase); B wants pairs of pixels side by side: every output-gradient row
-// is staged pair-interleaved ([pixel pair][channel][2]).  A unit is one block
-// of 32 x 32 (input x output channels) of one tap over one chunk of output
-// rows (the chunks fixed by the shape); each writes its float32 partial sum,
-// and a second pass adds a block's chunks in order and rounds once, so the
-// result does not depend on the threads.
+// whose reduction runs over the pixels, 32 at a time (a tile's step).  A
+// wants each input channel's pixels in a row, so the input is staged
+// transposed ([stride phase][channel][column]); B wants pairs of pixels side
+// by side: the output gradient is staged pair-interleaved ([pixel pair]
+// [channel][2]).  Two layouts of the pixels:
+// - by rows: each output row's pixels in its own steps (OW rounded up to 32),
+//   read from its input rows (a tap's pixels of one output row are then
+//   consecutive columns of the row's phase);
+// - flat, where it takes fewer steps (rows shorter than 32 columns, each
+//   alone in a step, as in a network's 7x7 and 14x14 layers): an image's
+//   output pixels numbered m = oh * Wq + ow, Wq = OW plus the columns a
+//   tap's shift adds, and each stride phase of the input staged as one stream
+//   of the same width, so that tap (kh, kw) reads the phase's column
+//   m + (its row shift) * Wq + (its column shift) for every m: one run of
+//   columns per image.  The columns ow >= OW are computed against zero output
+//   gradients (an input value there must be finite: else the call goes to
+//   the AVX-512 kernel).
+// A unit is one block of 32 x 32 (input x output channels) of one tap over
+// one chunk of steps (the chunks fixed by the shape: the staged rows of a
+// chunk fit a core's L2 cache).  The chunks run one after another, each block
+// adding its chunk's sum to its running float32 sum and the last chunk
+// rounding it into out, or, where a chunk has too few blocks for the threads,
+// all at once, each unit writing its partial sum and a second pass adding a
+// block's partial sums: the same additions in the same order, so the result
+// does not depend on the threads.
 //
 // Exactness (AMX_EXACT_EXPONENTS): the input's and output gradient's least
 // exponents decide, with an infinite or NaN output-gradient value sending the
@@ -31,31 +47,50 @@ struct Conv2dAmxFilterGradArgs : ConvDims {
     Tensor dy;  // bfloat16
     Tensor out;  // HWIO [KH, KW, cin_g, Cout]
     // Filled in by prepare: channels per group rounded up to 32 (input,
-    // output), output columns rounded up to 32, a staged input row's columns
-    // per stride phase and elements, a staged output-gradient row's elements,
-    // output rows per chunk and chunks, 32 x 32 blocks (taps x groups x input
-    // x output channel blocks), the staging units (input rows, then output
-    // rows), the per-thread scratch bytes.
-    idx ci_pad, co_pad, ow_pad, x_row_pixels, x_row_elems, dy_row_elems;
-    idx chunk_rows, chunks, blocks, stage_units, scratch_bytes;
+    // output), output columns rounded up to 32; whether the layout is flat;
+    // the columns of a staged input row (by rows) or image's phase stream
+    // (flat), the width Wq and the steps of an image (flat), the staged
+    // elements per input row or image and per output row or image; a chunk's
+    // steps (by rows: output rows) and the chunks, 32 x 32 blocks (taps x
+    // groups x input x output channel blocks), the staging units (input
+    // rows or 32-column blocks of images, then output rows or steps of
+    // images) and the input's, the staged elements, the per-thread scratch
+    // bytes.
+    idx ci_pad, co_pad, ow_pad;
+    int flat;
+    idx x_row_pixels, flat_width, flat_steps, x_row_elems, dy_row_elems;
+    idx chunk_rows, chunks, blocks, stage_units, x_units, x_staged_elems, dy_staged_elems, scratch_bytes;
     // Set after staging: whether the input holds an infinite or NaN value
     // (then the tiles past a row's end are read through a zeroed copy).
     int x_non_finite;
+    // Set by the caller: whether the chunks run one after another (one
+    // parallel region each, the block units of chunk chunk_now), each unit
+    // adding its sum over the chunk to its block's running sum in `partial`
+    // and the last rounding it into out; else every chunk's units run at once,
+    // each writing its own partial sum, and the reduce units add them.  The
+    // same additions in the same order either way: the same bits.
+    int sequential;
+    idx chunk_now;
     void* x_staged;
     void* dy_staged;
-    float* partial;                 // [chunks][blocks][32][32]
+    float* partial;                 // [chunks][blocks][32][32], sequential: [blocks][32][32]
     unsigned char* least_exponent;  // [stage_units]
 };
 
-// Sizes; 0 where the shape does not suit the tiles (or AMX cannot run here).
-int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a);
-// Stage input row `unit` (< N * H) or output-gradient row unit - N * H (a UnitFn).
+// Sizes, flat where allowed and it takes fewer steps; 0 where the shape does
+// not suit the tiles (or AMX cannot run here).
+int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat);
+// Stage input unit `unit` (< x_units) or output-gradient unit unit - x_units (a UnitFn).
 void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch);
-// Whether the staged operands keep the tiles' sums exact; sets x_non_finite.
+// Whether the staged operands keep the tiles' sums exact (flat: and the input
+// is finite); sets x_non_finite.
 int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a);
-// Unit = chunk * blocks + block: that block's partial sum over that chunk (a UnitFn).
+// Unit = chunk * blocks + block (sequential: block, of chunk chunk_now): that
+// block's sum over that chunk, written as its partial sum or, after the last
+// chunk of a sequential run, rounded into out (a UnitFn).
 void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch);
-// Unit = block: its chunks' partial sums added in order, rounded into out (a UnitFn).
+// Unit = block: its chunks' partial sums added in order, rounded into out (a
+// UnitFn; not run when the chunks run one after another).
 void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch);
 
 }  // namespace cvz
@@ -68,16 +103,15 @@ void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit,
 
 namespace cvz {
 
-// A chunk of output rows: its staged input and output-gradient rows take about
-// this many bytes, so that they stay in a core's L2 cache (2 MiB on Sapphire
-// and Emerald Rapids) while every channel block of every tap reads them; at
-// most this many chunks (their partial sums are kept in memory), and at least
-// this many pixels a chunk (each partial sum is stored and added once).
+// A chunk of output rows (flat: of steps): its staged input and output-gradient
+// rows take about this many bytes, so that they stay in a core's L2 cache (2
+// MiB on Sapphire and Emerald Rapids) while every channel block of every tap
+// reads them, and it has at least this many pixels (each chunk's sums are
+// stored and added once).
 constexpr idx AMX_FG_CHUNK_BYTES = 1 << 20;
-constexpr idx AMX_FG_MAX_CHUNKS = 64;
 constexpr idx AMX_FG_MIN_CHUNK_PIXELS = 512;
 
-int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a) {
+int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat) {
     if (a->cin_g < 16 || a->cout_g < 16 || a->OW <= 0 || a->OH <= 0 || a->N <= 0) return 0;
     if (amx_unusable_reason()[0] != '\0') return 0;
     a->ci_pad = round_up(a->cin_g, 32);
@@ -94,24 +128,48 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a) {
         const idx narrow = a->cin_g < a->cout_g ? a->cin_g : a->cout_g;
         if (used * narrow < 30) return 0;
     }
-    // Tap kw reads column j = ow + kw * dw / sw of phase kw * dw % sw; rows of
-    // whole 32-column blocks (the transpose's unit).
-    a->x_row_pixels = round_up(a->ow_pad + ((a->KW - 1) * a->dw) / a->sw, 32);
-    a->x_row_elems = a->sw * a->G * a->ci_pad * a->x_row_pixels;
-    a->dy_row_elems = a->ow_pad * a->G * a->co_pad;
-    const idx rows = a->N * a->OH;
-    // Staged bytes an output row brings: its output-gradient row, and sh input
-    // rows (the rows between two output rows' first taps).
-    const idx row_bytes = 2 * (a->dy_row_elems + a->sh * a->x_row_elems);
+    // By rows: tap kw reads column j = ow + kw * dw / sw of phase kw * dw % sw;
+    // rows of whole 32-column blocks (the transpose's unit).  Flat: a tap's
+    // shift adds up to qh rows of Wq columns and qw columns to m; a stream's
+    // columns reach the last step's, shifted, in whole 32-column blocks.
+    const idx qh = ((a->KH - 1) * a->dh) / a->sh, qw = ((a->KW - 1) * a->dw) / a->sw;
+    a->flat_width = a->OW + qw;
+    a->flat_steps = (a->OH * a->flat_width + 31) / 32;
+    a->flat = allow_flat && a->KH * a->KW > 1 && a->flat_steps < a->OH * (a->ow_pad / 32);
+    idx rows, row_bytes;
+    if (a->flat) {
+        a->x_row_pixels = round_up(a->flat_steps * 32 + qh * a->flat_width + qw, 32);
+        a->x_row_elems = a->sh * a->sw * a->G * a->ci_pad * a->x_row_pixels;  // per image
+        a->dy_row_elems = a->flat_steps * 32 * a->G * a->co_pad;               // per image
+        a->x_units = a->N * (a->x_row_pixels / 32);
+        a->stage_units = a->x_units + a->N * a->flat_steps;
+        a->x_staged_elems = a->N * a->x_row_elems;
+        rows = a->N * a->flat_steps;
+        // Staged bytes a step brings: its output gradient and its columns of every phase.
+        row_bytes = 2 * 32 * (a->G * a->co_pad + a->sh * a->sw * a->G * a->ci_pad);
+    } else {
+        a->x_row_pixels = round_up(a->ow_pad + ((a->KW - 1) * a->dw) / a->sw, 32);
+        a->x_row_elems = a->sw * a->G * a->ci_pad * a->x_row_pixels;
+        a->dy_row_elems = a->ow_pad * a->G * a->co_pad;
+        a->x_units = a->N * a->H;
+        a->stage_units = a->x_units + a->N * a->OH;
+        a->x_staged_elems = a->N * a->H * a->x_row_elems;
+        rows = a->N * a->OH;
+        // Staged bytes an output row brings: its output-gradient row, and sh input
+        // rows (the rows between two output rows' first taps).
+        row_bytes = 2 * (a->dy_row_elems + a->sh * a->x_row_elems);
+    }
+    a->dy_staged_elems = rows * (a->flat ? 32 * a->G * a->co_pad : a->dy_row_elems);
+    const idx row_pixels = a->flat ? 32 : a->ow_pad;
     idx chunk_rows = AMX_FG_CHUNK_BYTES / row_bytes;
-    const idx min_rows = (AMX_FG_MIN_CHUNK_PIXELS + a->ow_pad - 1) / a->ow_pad;
+    const idx min_rows = (AMX_FG_MIN_CHUNK_PIXELS + row_pixels - 1) / row_pixels;
     if (chunk_rows < min_rows) chunk_rows = min_rows;
-    if ((rows + chunk_rows - 1) / chunk_rows > AMX_FG_MAX_CHUNKS) chunk_rows = (rows + AMX_FG_MAX_CHUNKS - 1) / AMX_FG_MAX_CHUNKS;
     if (chunk_rows > rows) chunk_rows = rows;
     a->chunk_rows = chunk_rows;
     a->chunks = (rows + chunk_rows - 1) / chunk_rows;
     a->blocks = a->KH * a->KW * a->G * (a->ci_pad / 32) * (a->co_pad / 32);
-    a->stage_units = a->N * a->H + a->N * a->OH;
+    a->sequential = 1;  // (the caller decides)
+    a->chunk_now = 0;
     // The tile configuration, a 32 x 32 float32 block, a zeroed copy of two A tiles.
     a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * AMX_TILE_M * 64;
     return 1;
@@ -120,10 +178,9 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a) {
 int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a) {
     int x_least = 255, dy_least = 255;
     a->x_non_finite = 0;
-    const idx x_rows = a->N * a->H;
     for (idx u = 0; u < a->stage_units; ++u) {
         const int e = a->least_exponent[u];
-        if (u < x_rows) {
+        if (u < a->x_units) {
             // (bit 7 of an input row's byte: it holds a non-finite value)
             a->x_non_finite |= (e >> 7) & 1;
             if ((e & 0x7f) * 2 < x_least) x_least = (e & 0x7f) * 2;
@@ -131,6 +188,8 @@ int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a) {
             dy_least = e;
         }
     }
+    // (Flat, the columns past OW meet zero output gradients with real inputs.)
+    if (a->flat && a->x_non_finite) return 0;
     return amx_sums_exact(x_least, dy_least);
 }
 
@@ -192,81 +251,114 @@ inline void transpose_32x32_u16(__m512i r[32]) {
     transpose_rounds<16>(r + 16, 1);
 }
 
-// Input row (n, ih) transposed: [phase r][g * ci_pad + ci][j] = x[n, ih,
-// j * sw + r - pl, g * cin_g + ci] (zero outside the row and past cin_g).
-// The byte recorded: bit 7 a non-finite value, bits 0-6 half the least
-// exponent (rounded down: the check stays on the safe side).
+// 32 staged columns from j0 of one phase, every group and channel block:
+// column j holds the input pixel at pixel(j) (nullptr: zeros), its channels
+// g * cin_g + ci transposed into rows `pitch` elements apart, dst[(g * ci_pad
+// + ci) * pitch + j] (zero past cin_g).
+template <class Pixel>
+void stage_x_columns(const Conv2dAmxFilterGradArgs* a, std::uint16_t* dst, idx pitch, idx j0, Pixel pixel,
+                     ExponentScan& scan) {
+    __m512i r[32];
+    const std::uint16_t* src[32];
+    for (int i = 0; i < 32; ++i) src[i] = pixel(j0 + i);
+    for (idx g = 0; g < a->G; ++g)
+        for (idx c0 = 0; c0 < a->ci_pad; c0 += 32) {
+            const __mmask32 lanes = first_lanes(a->cin_g - c0);
+            const idx first = (g * a->cin_g + c0) * a->x.s[3];
+            for (int i = 0; i < 32; ++i) {
+                if (src[i] == nullptr || lanes == 0) {
+                    r[i] = _mm512_setzero_si512();
+                    continue;
+                }
+                if (a->x.s[3] == 1) {
+                    r[i] = _mm512_maskz_loadu_epi16(lanes, src[i] + first);
+                } else {
+                    alignas(64) std::uint16_t gathered[32] = {0};
+                    for (idx c = 0; c < 32 && c0 + c < a->cin_g; ++c) gathered[c] = src[i][first + c * a->x.s[3]];
+                    r[i] = _mm512_load_si512(gathered);
+                }
+                scan.add(r[i], lanes);
+            }
+            transpose_32x32_u16(r);
+            std::uint16_t* out = dst + (g * a->ci_pad + c0) * pitch + j0;
+            for (int i = 0; i < 32; ++i) _mm512_storeu_si512(out + i * pitch, r[i]);
+        }
+}
+
+// The byte an input unit records: bit 7 a non-finite value, bits 0-6 half the
+// least exponent (rounded down: the check stays on the safe side).
+unsigned char x_exponent_byte(const ExponentScan& scan) {
+    return (unsigned char)((scan.non_finite ? 0x80 : 0) | (scan.result(false) / 2));
+}
+
+// By rows, input row (n, ih) transposed: [phase r][g * ci_pad + ci][j] =
+// x[n, ih, j * sw + r - pl, g * cin_g + ci] (zero outside the row).
 void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
     const idx n = row / a->H, ih = row % a->H;
     const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
     std::uint16_t* dst = (std::uint16_t*)a->x_staged + row * a->x_row_elems;
-    const idx pixels = a->x_row_pixels;
+    const idx pitch = a->x_row_pixels;
     ExponentScan scan;
-    __m512i r[32];
     for (idx phase = 0; phase < a->sw; ++phase)
-        for (idx g = 0; g < a->G; ++g)
-            for (idx c0 = 0; c0 < a->ci_pad; c0 += 32) {
-                const __mmask32 lanes = first_lanes(a->cin_g - c0);
-                std::uint16_t* out = dst + ((phase * a->G + g) * a->ci_pad + c0) * pixels;
-                for (idx j0 = 0; j0 < pixels; j0 += 32) {
-                    const idx iw0 = j0 * a->sw + phase - a->pl, iw31 = (j0 + 31) * a->sw + phase - a->pl;
-                    if (a->x.s[3] == 1 && lanes != 0 && iw0 >= 0 && iw31 < a->W) {  // every row a real column
-                        const std::uint16_t* src = x + iw0 * a->x.s[2] + (g * a->cin_g + c0);
-                        const idx step = a->sw * a->x.s[2];
-                        for (int i = 0; i < 32; ++i) {
-                            r[i] = _mm512_maskz_loadu_epi16(lanes, src + i * step);
-                            scan.add(r[i], lanes);
-                        }
-                        transpose_32x32_u16(r);
-                        for (int i = 0; i < 32; ++i) _mm512_storeu_si512(out + i * pixels + j0, r[i]);
-                        continue;
-                    }
-                    for (int i = 0; i < 32; ++i) {
-                        const idx iw = (j0 + i) * a->sw + phase - a->pl;
-                        if (iw < 0 || iw >= a->W || lanes == 0) {
-                            r[i] = _mm512_setzero_si512();
-                            continue;
-                        }
-                        const std::uint16_t* src = x + iw * a->x.s[2] + (g * a->cin_g + c0) * a->x.s[3];
-                        if (a->x.s[3] == 1) {
-                            r[i] = _mm512_maskz_loadu_epi16(lanes, src);
-                        } else {
-                            alignas(64) std::uint16_t gathered[32] = {0};
-                            for (idx c = 0; c < 32 && c0 + c < a->cin_g; ++c) gathered[c] = src[c * a->x.s[3]];
-                            r[i] = _mm512_load_si512(gathered);
-                        }
-                        scan.add(r[i], lanes);
-                    }
-                    transpose_32x32_u16(r);
-                    for (int i = 0; i < 32; ++i) _mm512_storeu_si512(out + i * pixels + j0, r[i]);
-                }
-            }
-    const int least = scan.result(false);
-    a->least_exponent[row] = (unsigned char)((scan.non_finite ? 0x80 : 0) | (least / 2));
+        for (idx j0 = 0; j0 < pitch; j0 += 32)
+            stage_x_columns(a, dst + phase * a->G * a->ci_pad * pitch, pitch, j0, [&](idx j) -> const std::uint16_t* {
+                const idx iw = j * a->sw + phase - a->pl;
+                return iw < 0 || iw >= a->W ? nullptr : x + iw * a->x.s[2];
+            }, scan);
+    a->least_exponent[row] = x_exponent_byte(scan);
 }
 
-// Output-gradient row (n, oh) pair-interleaved, as whole B tiles: [32-pixel
-// chunk][tile of 16 channels][pair q % 16][channel][e] = dy[n, oh, 2q + e,
-// g * cout_g + co] (zero past OW and cout_g): a tile is 1 KiB in a row, not
-// 16 rows a whole pixel pair apart.
-void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
-    const idx n = row / a->OH, oh = row % a->OH;
-    const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
-    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + row * a->dy_row_elems;
-    const idx tiles_per_pair = a->G * a->co_pad / 16;  // B tiles side by side in a 32-pixel chunk
+// Flat, columns [32 b, 32 b + 32) of image n's phase streams (unit = n * blocks
+// + b): phase (pr, pc) column j = r * Wq + c holds x[n, r * sh + pr - pt,
+// c * sw + pc - pl] (zero outside the input and for r past the rows a tap
+// reaches).  Phases no tap reads are left unwritten.
+void stage_x_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
+    const idx column_blocks = a->x_row_pixels / 32;
+    const idx n = unit / column_blocks, j0 = (unit % column_blocks) * 32;
+    const idx wq = a->flat_width, rows = a->OH + ((a->KH - 1) * a->dh) / a->sh;
+    const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0];
+    const idx pitch = a->x_row_pixels;
+    ExponentScan scan;
+    for (idx pr = 0; pr < a->sh; ++pr) {
+        bool row_read = false;  // whether a tap reads this row phase
+        for (idx kh = 0; kh < a->KH; ++kh) row_read |= (kh * a->dh) % a->sh == pr;
+        for (idx pc = 0; pc < a->sw; ++pc) {
+            bool read = false;
+            for (idx kw = 0; kw < a->KW; ++kw) read |= (kw * a->dw) % a->sw == pc;
+            if (!row_read || !read) continue;
+            std::uint16_t* dst = (std::uint16_t*)a->x_staged + n * a->x_row_elems +
+                                 (pr * a->sw + pc) * a->G * a->ci_pad * pitch;
+            stage_x_columns(a, dst, pitch, j0, [&](idx j) -> const std::uint16_t* {
+                const idx r = j / wq, ih = r * a->sh + pr - a->pt, iw = (j % wq) * a->sw + pc - a->pl;
+                return r >= rows || ih < 0 || ih >= a->H || iw < 0 || iw >= a->W ? nullptr
+                                                                                 : x + ih * a->x.s[1] + iw * a->x.s[2];
+            }, scan);
+        }
+    }
+    a->least_exponent[unit] = x_exponent_byte(scan);
+}
+
+// Output-gradient pixels [0, 2 * pairs) of a staged row (by rows) or step
+// (flat) pair-interleaved, as whole B tiles: [32-pixel step][tile of 16
+// channels][pair q % 16][channel][e] = pixel 2q + e's channel g * cout_g + co
+// (pixel(m): its address, nullptr past OW; zero past cout_g): a tile is 1 KiB
+// in a row, not 16 rows a whole pixel pair apart.
+template <class Pixel>
+unsigned char stage_dy_pairs(const Conv2dAmxFilterGradArgs* a, std::uint16_t* dst, idx pairs, Pixel pixel) {
+    const idx tiles_per_pair = a->G * a->co_pad / 16;  // B tiles side by side in a 32-pixel step
     const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     ExponentScan scan;
-    for (idx q = 0; q < a->ow_pad / 2; ++q)
+    for (idx q = 0; q < pairs; ++q) {
+        const std::uint16_t* src_of[2] = {pixel(2 * q), pixel(2 * q + 1)};
         for (idx g = 0; g < a->G; ++g)
             for (idx c0 = 0; c0 < a->co_pad; c0 += 16) {
                 const __mmask32 lanes = first_lanes(a->cout_g - c0) & 0xffffu;
                 __m512i both = _mm512_setzero_si512();
                 __mmask32 valid = 0;
                 for (int e = 0; e < 2; ++e) {
-                    const idx ow = 2 * q + e;
-                    if (ow >= a->OW || lanes == 0) continue;
-                    const std::uint16_t* src = dy + ow * a->dy.s[2] + (g * a->cout_g + c0) * a->dy.s[3];
+                    if (src_of[e] == nullptr || lanes == 0) continue;
+                    const std::uint16_t* src = src_of[e] + (g * a->cout_g + c0) * a->dy.s[3];
                     __m512i v;
                     if (a->dy.s[3] == 1) {
                         // Lanes 16e .. 16e + 15 (a masked load reads only its lanes).
@@ -280,92 +372,38 @@ void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                     valid |= lanes << (16 * e);
                 }
                 scan.add(both, valid);
-                // The B tile (32-pixel chunk q / 16, 16 channels from g * co_pad + c0), row q % 16.
+                // The B tile (step q / 16, 16 channels from g * co_pad + c0), row q % 16.
                 std::uint16_t* tile = dst + ((q / 16) * tiles_per_pair + (g * a->co_pad + c0) / 16) * AMX_B_TILE;
                 _mm512_storeu_si512(tile + (q % 16) * 32, _mm512_permutexvar_epi16(interleave, both));
             }
-    a->least_exponent[a->N * a->H + row] = scan.result(true);
-}
-
-}  // namespace
-
-void conv2d_amx_filter_grad_stage(const void* args, int, int, idx unit, void*) {
-    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
-    if (unit < a->N * a->H)
-        stage_x_row(a, unit);
-    else
-        stage_dy_row(a, unit - a->N * a->H);
-}
-
-void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* raw) {
-    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
-    amx_configure_tiles(raw);
-    std::uint16_t* a_copy = (std::uint16_t*)((char*)raw + AMX_CONFIG_BYTES + AMX_RESULT_BYTES);
-    const idx chunk = unit / a->blocks, block = unit % a->blocks;
-    const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
-    const idx cob = block % co_blocks, cib = (block / co_blocks) % ci_blocks;
-    const idx g = (block / (co_blocks * ci_blocks)) % a->G, tap = block / (co_blocks * ci_blocks * a->G);
-    const idx kh = tap / a->KW, kw = tap % a->KW;
-    const idx phase = (kw * a->dw) % a->sw, shift = (kw * a->dw) / a->sw;
-    const idx pixels = a->x_row_pixels;
-    const idx a_stride = pixels * 2, tiles_per_pair = a->G * a->co_pad / 16;
-    const idx rows = a->N * a->OH, first = chunk * a->chunk_rows;
-    const idx last = first + a->chunk_rows < rows ? first + a->chunk_rows : rows;
-    const idx pixel_chunks = a->ow_pad / 32;
-    // The last 32 columns of a row where OW ends inside them: with a
-    // non-finite input their columns past OW are read from a zeroed copy.
-    const bool copy_tail = a->x_non_finite && a->OW % 32 != 0;
-    const idx tail_columns = a->OW % 32;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (idx row = first; row < last; ++row) {
-        const idx n = row / a->OH, oh = row % a->OH;
-        const idx ih = oh * a->sh - a->pt + kh * a->dh;
-        if (ih < 0 || ih >= a->H) continue;  // this tap reads padding for the whole row
-        const std::uint16_t* xa = (const std::uint16_t*)a->x_staged + (n * a->H + ih) * a->x_row_elems +
-                                  ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
-        const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + row * a->dy_row_elems +
-                                  ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
-        for (idx pc = 0; pc < pixel_chunks; ++pc) {
-            const std::uint16_t* a0 = xa + pc * 32;
-            idx stride = a_stride;
-            if (copy_tail && pc == pixel_chunks - 1) {
-                const __mmask32 lanes = first_lanes(tail_columns);
-                for (int i = 0; i < 32; ++i)
-                    _mm512_storeu_si512(a_copy + i * 32, _mm512_maskz_loadu_epi16(lanes, a0 + i * pixels));
-                a0 = a_copy;
-                stride = 64;
-            }
-            const std::uint16_t* b0 = yb + pc * tiles_per_pair * AMX_B_TILE;
-            _tile_loadd(4, a0, stride);
-            _tile_loadd(5, a0 + 16 * (stride / 2), stride);
-            _tile_loadd(6, b0, 64);
-            _tile_loadd(7, b0 + AMX_B_TILE, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
     }
-    float* c = a->partial + (chunk * a->blocks + block) * 32 * 32;
-    _tile_stored(0, c, 128);
-    _tile_stored(1, c + 16, 128);
-    _tile_stored(2, c + 16 * 32, 128);
-    _tile_stored(3, c + 16 * 32 + 16, 128);
-    _tile_release();
+    return scan.result(true);
 }
 
-void conv2d_amx_filter_grad_reduce(const void* args, int, int, idx block, void* raw) {
-    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
-    float* sum = (float*)((char*)raw + AMX_CONFIG_BYTES);
-    for (int i = 0; i < 32 * 32; i += 16) {
-        __m512 s = _mm512_loadu_ps(a->partial + block * 32 * 32 + i);
-        for (idx chunk = 1; chunk < a->chunks; ++chunk)
-            s = _mm512_add_ps(s, _mm512_loadu_ps(a->partial + (chunk * a->blocks + block) * 32 * 32 + i));
-        _mm512_storeu_ps(sum + i, s);
-    }
+// By rows: output-gradient row (n, oh), pixel m its column.
+void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
+    const idx n = row / a->OH, oh = row % a->OH;
+    const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
+    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + row * a->dy_row_elems;
+    a->least_exponent[a->x_units + row] = stage_dy_pairs(a, dst, a->ow_pad / 2, [&](idx m) -> const std::uint16_t* {
+        return m < a->OW ? dy + m * a->dy.s[2] : nullptr;
+    });
+}
+
+// Flat: step `step` (= n * flat_steps + s) of image n, pixel m = 32 s + i at
+// (m / Wq, m % Wq).
+void stage_dy_flat(const Conv2dAmxFilterGradArgs* a, idx step) {
+    const idx n = step / a->flat_steps, m0 = (step % a->flat_steps) * 32, wq = a->flat_width;
+    const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0];
+    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + step * 32 * a->G * a->co_pad;
+    a->least_exponent[a->x_units + step] = stage_dy_pairs(a, dst, 16, [&](idx i) -> const std::uint16_t* {
+        const idx oh = (m0 + i) / wq, ow = (m0 + i) % wq;
+        return oh < a->OH && ow < a->OW ? dy + oh * a->dy.s[1] + ow * a->dy.s[2] : nullptr;
+    });
+}
+
+// Block `block`'s 32 x 32 float32 sums (rows: input channels) rounded into out.
+void write_block(const Conv2dAmxFilterGradArgs* a, idx block, const float* sum) {
     const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
     const idx cob = block % co_blocks, cib = (block / co_blocks) % ci_blocks;
     const idx g = (block / (co_blocks * ci_blocks)) % a->G, tap = block / (co_blocks * ci_blocks * a->G);
@@ -377,6 +415,118 @@ void conv2d_amx_filter_grad_reduce(const void* args, int, int, idx block, void* 
     amx::scatter_rows<float>(a->out.data, a->out.type,
                              kh * a->out.s[0] + kw * a->out.s[1] + ci0 * a->out.s[2] + (g * a->cout_g + co0) * a->out.s[3],
                              ci_count, a->out.s[2], co_count, a->out.s[3], sum, 32);
+}
+
+}  // namespace
+
+void conv2d_amx_filter_grad_stage(const void* args, int, int, idx unit, void*) {
+    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
+    if (unit < a->x_units)
+        a->flat ? stage_x_flat(a, unit) : stage_x_row(a, unit);
+    else
+        a->flat ? stage_dy_flat(a, unit - a->x_units) : stage_dy_row(a, unit - a->x_units);
+}
+
+void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* raw) {
+    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
+    amx_configure_tiles(raw);
+    std::uint16_t* a_copy = (std::uint16_t*)((char*)raw + AMX_CONFIG_BYTES + AMX_RESULT_BYTES);
+    const idx chunk = a->sequential ? a->chunk_now : unit / a->blocks, block = a->sequential ? unit : unit % a->blocks;
+    const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
+    const idx cob = block % co_blocks, cib = (block / co_blocks) % ci_blocks;
+    const idx g = (block / (co_blocks * ci_blocks)) % a->G, tap = block / (co_blocks * ci_blocks * a->G);
+    const idx kh = tap / a->KW, kw = tap % a->KW;
+    const idx pixels = a->x_row_pixels;
+    const idx a_stride = pixels * 2, tiles_per_pair = a->G * a->co_pad / 16;
+    const idx rows = a->flat ? a->N * a->flat_steps : a->N * a->OH, first = chunk * a->chunk_rows;
+    const idx last = first + a->chunk_rows < rows ? first + a->chunk_rows : rows;
+    // One 32-pixel step: A (32 input channels x 32 pixels, rows `stride` bytes
+    // apart) times B (32 pixels x 32 output channels, two staged tiles).
+    const auto step = [](const std::uint16_t* a0, idx stride, const std::uint16_t* b0) {
+        _tile_loadd(4, a0, stride);
+        _tile_loadd(5, a0 + 16 * (stride / 2), stride);
+        _tile_loadd(6, b0, 64);
+        _tile_loadd(7, b0 + AMX_B_TILE, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    };
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    if (a->flat) {
+        // Tap (kh, kw): phase ((kh dh) % sh, (kw dw) % sw), columns shifted by
+        // (kh dh / sh) rows of Wq and (kw dw / sw).
+        const idx phase = ((kh * a->dh) % a->sh) * a->sw + (kw * a->dw) % a->sw;
+        const idx shift = ((kh * a->dh) / a->sh) * a->flat_width + (kw * a->dw) / a->sw;
+        const std::uint16_t* xa = (const std::uint16_t*)a->x_staged +
+                                  ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
+        const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
+        for (idx row = first; row < last; ++row) {
+            const idx n = row / a->flat_steps, s = row % a->flat_steps;
+            step(xa + n * a->x_row_elems + s * 32, a_stride, yb + row * tiles_per_pair * AMX_B_TILE);
+        }
+    } else {
+        const idx phase = (kw * a->dw) % a->sw, shift = (kw * a->dw) / a->sw;
+        const idx pixel_chunks = a->ow_pad / 32;
+        // The last 32 columns of a row where OW ends inside them: with a
+        // non-finite input their columns past OW are read from a zeroed copy.
+        const bool copy_tail = a->x_non_finite && a->OW % 32 != 0;
+        const idx tail_columns = a->OW % 32;
+        for (idx row = first; row < last; ++row) {
+            const idx n = row / a->OH, oh = row % a->OH;
+            const idx ih = oh * a->sh - a->pt + kh * a->dh;
+            if (ih < 0 || ih >= a->H) continue;  // this tap reads padding for the whole row
+            const std::uint16_t* xa = (const std::uint16_t*)a->x_staged + (n * a->H + ih) * a->x_row_elems +
+                                      ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
+            const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + row * a->dy_row_elems +
+                                      ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
+            for (idx pc = 0; pc < pixel_chunks; ++pc) {
+                const std::uint16_t* a0 = xa + pc * 32;
+                idx stride = a_stride;
+                if (copy_tail && pc == pixel_chunks - 1) {
+                    const __mmask32 lanes = first_lanes(tail_columns);
+                    for (int i = 0; i < 32; ++i)
+                        _mm512_storeu_si512(a_copy + i * 32, _mm512_maskz_loadu_epi16(lanes, a0 + i * pixels));
+                    a0 = a_copy;
+                    stride = 64;
+                }
+                step(a0, stride, yb + pc * tiles_per_pair * AMX_B_TILE);
+            }
+        }
+    }
+    // Run one after another, the chunk's sum goes to the thread's scratch and is
+    // added to the block's running sum (the reduce units' additions, in their
+    // order); after the last chunk the block's sums are whole and rounded.
+    float* c = a->sequential ? (float*)((char*)raw + AMX_CONFIG_BYTES) : a->partial + (chunk * a->blocks + block) * 32 * 32;
+    _tile_stored(0, c, 128);
+    _tile_stored(1, c + 16, 128);
+    _tile_stored(2, c + 16 * 32, 128);
+    _tile_stored(3, c + 16 * 32 + 16, 128);
+    _tile_release();
+    if (!a->sequential) return;
+    if (a->chunks > 1) {
+        float* running = a->partial + block * 32 * 32;
+        for (int i = 0; i < 32 * 32; i += 16) {
+            const __m512 sum = chunk == 0 ? _mm512_loadu_ps(c + i) : _mm512_add_ps(_mm512_loadu_ps(running + i), _mm512_loadu_ps(c + i));
+            _mm512_storeu_ps(chunk == a->chunks - 1 ? c + i : running + i, sum);
+        }
+    }
+    if (chunk == a->chunks - 1) write_block(a, block, c);
+}
+
+void conv2d_amx_filter_grad_reduce(const void* args, int, int, idx block, void* raw) {
+    const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
+    float* sum = (float*)((char*)raw + AMX_CONFIG_BYTES);
+    for (int i = 0; i < 32 * 32; i += 16) {
+        __m512 s = _mm512_loadu_ps(a->partial + block * 32 * 32 + i);
+        for (idx chunk = 1; chunk < a->chunks; ++chunk)
+            s = _mm512_add_ps(s, _mm512_loadu_ps(a->partial + (chunk * a->blocks + block) * 32 * 32 + i));
+        _mm512_storeu_ps(sum + i, s);
+    }
+    write_block(a, block, sum);
 }
 
 CVZ_AMX_POP

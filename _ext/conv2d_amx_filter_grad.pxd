@@ -12,13 +12,15 @@ cdef extern from * namespace "cvz" nogil:
         Tensor x
         Tensor dy
         Tensor out
-        idx x_row_elems, dy_row_elems, chunks, blocks, stage_units, scratch_bytes
+        idx chunks, blocks, stage_units, x_staged_elems, dy_staged_elems, scratch_bytes
+        int flat, x_non_finite, sequential
+        idx chunk_now
         void* x_staged
         void* dy_staged
         float* partial
         unsigned char* least_exponent
 
-    int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a)
+    int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat)
     void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch)
     int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a)
     void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch)

@@ -87,8 +87,8 @@ def _amx() -> str:
     tiles = sorted(flag[4:].upper() for flag in cpu_model_and_flags()[1] if flag.startswith("amx_") and flag != "amx_tile")
     has = f"the CPU has AMX ({', '.join(tiles)})" if tiles else "the CPU (or Linux's report of it) has no AMX tiles"
     if cpu.amx_in_use():
-        return (f"yes: {has}; convviz runs bfloat16 forward passes and input gradients on AMX-BF16 "
-                "(exact products, float32 sums; float16 and filter gradients on AVX-512)")
+        return (f"yes: {has}; convviz runs bfloat16 forward passes, input gradients and dense filter "
+                "gradients on AMX-BF16 (exact products, float32 sums; float16 and the depthwise ops on AVX-512)")
     if not cpu.AMX_ALLOWED:
         return f"no: {has}; switched off (CONVVIZ_AMX=0)"
     if cpu.amx_usable():

@@ -188,12 +188,17 @@ def test_a_narrow_pointwise_filter_gradient_stays_on_avx512(rng):
 @needs_amx
 def test_filter_gradient_sums_many_chunks_of_rows_in_order(rng):
     # 2 x 64 rows of 100 pixels: several chunks of rows whose partial sums are added.
+    # 9 blocks: on 1 thread the chunks run one after another (a running sum per block),
+    # on 2 and 3 all at once (partial sums, added by the reduce units): the same bits.
     args = _filter_grad_call((2, 64, 100, 16, 16, 3, 1, 1, 1, "NHWC", "SAME"), rng)
-    dw = convviz.conv2d_backprop_filter(*args)
+    dw = convviz.conv2d_backprop_filter(*args, n_threads=1)
     assert _filter_grad.last_ran_on_amx()
+    assert _filter_grad.last_amx_plan()["sequential"] and _filter_grad.last_amx_plan()["chunks"] > 1
     assert _within_bound(dw, *_filter_grad_bound(args))
-    again = convviz.conv2d_backprop_filter(*args, n_threads=3)
-    assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+    for threads in (2, 3):
+        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
+        assert not _filter_grad.last_amx_plan()["sequential"]
+        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
 
 
 @needs_amx
@@ -216,6 +221,69 @@ def test_a_pointwise_filter_gradients_pixels_run_in_rows_that_fill_the_tiles(sha
     nchw = convviz.conv2d_backprop_filter(x.transpose(0, 3, 1, 2), [1, 1, cin, cout], dy.transpose(0, 3, 1, 2),
                                           [1, 1, 1, 1], "SAME", data_format="NCHW")
     assert _within_bound(nchw, *_filter_grad_bound(args))
+
+
+# Rows shorter than a 32-pixel step: an image's rows go flat, one run of steps
+# (7x7 SAME: 63 pixels in 2 steps, not 7).  Strides 2 and 3 (four and nine
+# input phases), dilation, groups, asymmetric explicit pads, batch, NCHW.
+FLAT_GEOMETRIES = [
+    (3, 7, 7, 64, 64, 3, 1, 1, 1, "NHWC", "SAME"),
+    (2, 14, 13, 32, 48, 3, 2, 1, 1, "NHWC", "SAME"),
+    (1, 15, 11, 40, 32, 5, 1, 2, 1, "NCHW", "EXPLICIT"),
+    (2, 12, 10, 64, 64, 3, 1, 1, 2, "NHWC", "VALID"),
+    (1, 16, 17, 32, 32, 3, 3, 1, 1, "NHWC", "SAME"),
+    (2, 9, 20, 48, 80, 2, 2, 1, 1, "NCHW", "VALID"),
+]
+
+
+@needs_amx
+@pytest.mark.parametrize("row", FLAT_GEOMETRIES, ids=[f"g{i}" for i in range(len(FLAT_GEOMETRIES))])
+def test_short_rows_go_flat_within_the_bound_and_the_same_bits_for_any_thread_count(row, rng):
+    args = _filter_grad_call(row, rng)
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx() and _filter_grad.last_amx_plan()["layout"] == "flat"
+    assert _within_bound(dw, *_filter_grad_bound(args))
+    for threads in (1, 3):
+        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
+        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+
+
+@needs_amx
+def test_long_rows_stay_in_rows_of_their_own(rng):
+    # 32 columns fill a step a row (6 steps); flat, 6 rows of 34 would take 7.
+    args = _filter_grad_call((1, 6, 32, 32, 32, 3, 1, 1, 1, "NHWC", "SAME"), rng)
+    convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_amx_plan()["layout"] == "rows"
+
+
+@needs_amx
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_a_nonfinite_input_with_short_rows_is_staged_again_by_rows(value, rng):
+    # Flat, the columns past OW multiply real inputs by zero gradients: an infinity
+    # there would make NaNs the reference has not; by rows they read zeros.
+    args = _filter_grad_call(FLAT_GEOMETRIES[0], rng)
+    args[0][1, 3, 6, 5] = value
+    dw = convviz.conv2d_backprop_filter(*args)
+    assert _filter_grad.last_ran_on_amx() and _filter_grad.last_amx_plan()["layout"] == "rows"
+    exact, _ = _filter_grad_bound(args)
+    assert np.array_equal(np.isnan(dw.astype(np.float64)), np.isnan(exact))
+    assert np.array_equal(np.isinf(dw.astype(np.float64)), np.isinf(exact))
+
+
+@needs_amx
+@pytest.mark.parametrize("layout, row", [("rows", (1, 80, 64, 96, 96, 3, 1, 1, 1, "NHWC", "SAME")),
+                                         ("flat", (16, 14, 14, 96, 96, 3, 1, 1, 1, "NCHW", "SAME"))])
+def test_many_blocks_carry_their_sums_from_chunk_to_chunk(layout, row, rng):
+    # 81 blocks of 32 x 32 and 2-3 chunks of steps: the chunks run one after another,
+    # each block's float32 sums carried, the last chunk rounding them once.
+    args = _filter_grad_call(row, rng)
+    dw = convviz.conv2d_backprop_filter(*args)
+    plan = _filter_grad.last_amx_plan()
+    assert plan["sequential"] and plan["chunks"] > 1 and plan["layout"] == layout
+    assert _within_bound(dw, *_filter_grad_bound(args))
+    for threads in (1, 3):
+        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
+        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
 
 
 @needs_amx

@@ -30,6 +30,9 @@ from conv2d_filter_grad cimport (Conv2dFilterGradArgs, conv2d_filter_grad_prepar
 
 
 # bfloat16 on AMX tiles (_ext/conv2d_amx_filter_grad.cpp).
+# Partial sums of every chunk at once up to this many bytes (more: the chunks run one
+# after another): a 3x3 512 -> 512 filter has 2,304 blocks of 4 KiB.
+cdef size_t _AMX_PARTIAL_BYTES = 8 << 20
 def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray filter_grad, int out_type,
                     Py_ssize_t stride_h, Py_ssize_t stride_w, Py_ssize_t dil_h, Py_ssize_t dil_w,
                     Py_ssize_t pad_top, Py_ssize_t pad_left, Py_ssize_t groups,
@@ -40,40 +43,81 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     could take AMX's sums off the accurate contract (see
     _ext/conv2d_amx_filter_grad.cpp): then run ``filter_grad``."""
     record_scratch(0)  # (a call that does not suit the tiles ran nothing, and not on AMX)
+    global _last_amx_plan
+    _last_amx_plan = {}
     cdef Conv2dAmxFilterGradArgs a
     conv_args(&a, &a.x, input, BF16, &a.out, filter_grad, out_type, &a.dy, out_backprop, BF16,
               filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
-    a.x_staged = NULL
-    a.dy_staged = NULL
-    a.partial = NULL
-    a.least_exponent = NULL
-    if not conv2d_amx_filter_grad_prepare(&a):
-        return -1
     cdef double work = conv_flops(&a)
-    cdef idx units = a.chunks * a.blocks
-    cdef int threads = threads_for(work, min_parallel_work, n_threads, units)
-    cdef size_t x_bytes = <size_t>(a.N * a.H * a.x_row_elems) * 2
-    cdef size_t dy_bytes = <size_t>(a.N * a.OH * a.dy_row_elems) * 2
-    cdef size_t partial_bytes = <size_t>units * 32 * 32 * 4
-    cdef Py_ssize_t used = x_bytes + dy_bytes + partial_bytes + a.stage_units
-    try:
-        # (Staging writes every element, and every unit its partial sum: no zeroing.)
-        a.x_staged = scratch_alloc_unzeroed(x_bytes)
-        a.dy_staged = scratch_alloc_unzeroed(dy_bytes)
-        a.partial = <float*>scratch_alloc_unzeroed(partial_bytes)
-        a.least_exponent = <unsigned char*>scratch_alloc_unzeroed(a.stage_units)
-        run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, a.stage_units, threads, 0)
-        if not conv2d_amx_filter_grad_exact(&a):
+    cdef idx units
+    cdef int threads
+    cdef size_t x_bytes, dy_bytes, partial_bytes
+    cdef Py_ssize_t used = 0
+    cdef int allow_flat
+    cdef idx chunk
+    cdef Py_ssize_t scratch = 0
+    # Flat first where it suits the shape; an input with an infinite or NaN value
+    # (which the flat layout's extra columns would meet) is staged again by rows.
+    for allow_flat in (1, 0):
+        a.x_staged = NULL
+        a.dy_staged = NULL
+        a.partial = NULL
+        a.least_exponent = NULL
+        if not conv2d_amx_filter_grad_prepare(&a, allow_flat):
             return -1
-        used += run_units(conv2d_amx_filter_grad_block, &a, 0, 0, units, threads, a.scratch_bytes)
-        used += run_units(conv2d_amx_filter_grad_reduce, &a, 0, 0, a.blocks, min(threads, a.blocks), a.scratch_bytes)
-    finally:
-        free_aligned(a.x_staged)
-        free_aligned(a.dy_staged)
-        free_aligned(a.partial)
-        free_aligned(a.least_exponent)
+        units = a.chunks * a.blocks
+        threads = threads_for(work, min_parallel_work, n_threads, units)
+        # The chunks one after another where each has blocks enough for every thread
+        # or their partial sums would take much memory, else all at once (the same bits).
+        a.sequential = a.chunks == 1 or a.blocks >= 8 * threads or units * 32 * 32 * 4 > _AMX_PARTIAL_BYTES
+        x_bytes = <size_t>a.x_staged_elems * 2
+        dy_bytes = <size_t>a.dy_staged_elems * 2
+        # Partial sums per chunk and block, or, where the chunks run one after another,
+        # per block (none with one chunk: its units round their sums into the result).
+        partial_bytes = <size_t>(a.blocks if a.sequential else units) * 32 * 32 * 4 if a.chunks > 1 else 0
+        used = x_bytes + dy_bytes + partial_bytes + a.stage_units
+        try:
+            # (Staging writes every element a tile reads, and every unit its partial sum: no zeroing.)
+            a.x_staged = scratch_alloc_unzeroed(x_bytes)
+            a.dy_staged = scratch_alloc_unzeroed(dy_bytes)
+            a.partial = <float*>scratch_alloc_unzeroed(partial_bytes)
+            a.least_exponent = <unsigned char*>scratch_alloc_unzeroed(a.stage_units)
+            run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, a.stage_units, threads, 0)
+            if not conv2d_amx_filter_grad_exact(&a):
+                if a.flat and a.x_non_finite:
+                    continue
+                return -1
+            if a.sequential:
+                threads = threads_for(work, min_parallel_work, n_threads, a.blocks)
+                for chunk in range(a.chunks):
+                    a.chunk_now = chunk
+                    scratch = run_units(conv2d_amx_filter_grad_block, &a, 0, 0, a.blocks, threads, a.scratch_bytes)
+                used += scratch
+            else:
+                used += run_units(conv2d_amx_filter_grad_block, &a, 0, 0, units, threads, a.scratch_bytes)
+                used += run_units(conv2d_amx_filter_grad_reduce, &a, 0, 0, a.blocks, min(threads, a.blocks),
+                                  a.scratch_bytes)
+            break
+        finally:
+            free_aligned(a.x_staged)
+            free_aligned(a.dy_staged)
+            free_aligned(a.partial)
+            free_aligned(a.least_exponent)
+    _last_amx_plan = {"layout": "flat" if a.flat else "rows", "chunks": a.chunks, "sequential": bool(a.sequential)}
     record_amx_scratch(used)
     return used
+
+
+_last_amx_plan: dict = {}
+
+
+def last_amx_plan() -> dict:
+    """How the most recent AMX filter gradient in this process ran, for the tests:
+    ``layout`` ``"flat"`` (an image's rows in one run of 32-pixel steps) or ``"rows"``
+    (each output row in its own steps), ``chunks`` of steps, and whether they ran
+    ``sequential`` (one after another, each block's sums carried); ``{}`` where it did
+    not run on the tiles."""
+    return _last_amx_plan
 
 
 cdef idx _last_row_parts = 0
