@@ -49,20 +49,27 @@ struct Conv2dAmxFilterGradArgs : ConvDims {
     // Filled in by prepare: channels per group rounded up to 32 (input,
     // output), output columns rounded up to 32; whether the layout is flat;
     // the columns of a staged input row (by rows) or image's phase stream
-    // (flat), the width Wq and the steps of an image (flat), the staged
-    // elements per input row or image and per output row or image; a chunk's
-    // steps (by rows: output rows) and the chunks, 32 x 32 blocks (taps x
-    // groups x input x output channel blocks), the staging units (input
-    // rows or 32-column blocks of images, then output rows or steps of
-    // images) and the input's, the staged elements, the per-thread scratch
-    // bytes.
+    // (flat), the width Wq and the steps of an image, the columns a tap's
+    // shift adds at most (flat); the staged elements of an input slot (a row,
+    // flat an image) and of an output slot (a row, flat a step); the output
+    // rows (flat: steps), a chunk's and the chunks; 32 x 32 blocks (taps x
+    // groups x input x output channel blocks); the input slots and stage units
+    // of the whole call and of its largest chunk; the per-thread scratch bytes.
     idx ci_pad, co_pad, ow_pad;
     int flat;
-    idx x_row_pixels, flat_width, flat_steps, x_row_elems, dy_row_elems;
-    idx chunk_rows, chunks, blocks, stage_units, x_units, x_staged_elems, dy_staged_elems, scratch_bytes;
-    // Set after staging: whether the input holds an infinite or NaN value
-    // (then the tiles past a row's end are read through a zeroed copy).
-    int x_non_finite;
+    idx x_row_pixels, flat_width, flat_steps, flat_reach, x_row_elems, dy_row_elems;
+    idx rows, chunk_rows, chunks, blocks;
+    idx x_slots_all, x_slots_chunk, stage_units_all, stage_units_chunk, scratch_bytes;
+    // The staged window (conv2d_amx_filter_grad_window): output rows (flat:
+    // steps) [win_first, win_last), their first input row (flat: image) and
+    // input stage units.  A chunk's window when the chunks run one after
+    // another (staged just before its blocks, in buffers of one chunk), else
+    // the whole call.
+    idx win_first, win_last, win_x_first, win_x_units;
+    // Set by conv2d_amx_filter_grad_exact: whether the window's input holds an
+    // infinite or NaN value (then, by rows, the tiles past a row's end read it
+    // through a zeroed copy), and the least exponents seen so far.
+    int x_non_finite, x_least, dy_least;
     // Set by the caller: whether the chunks run one after another (one
     // parallel region each, the block units of chunk chunk_now), each unit
     // adding its sum over the chunk to its block's running sum in `partial`
@@ -74,17 +81,21 @@ struct Conv2dAmxFilterGradArgs : ConvDims {
     void* x_staged;
     void* dy_staged;
     float* partial;                 // [chunks][blocks][32][32], sequential: [blocks][32][32]
-    unsigned char* least_exponent;  // [stage_units]
+    unsigned char* least_exponent;  // [the window's stage units]
 };
 
 // Sizes, flat where allowed and it takes fewer steps; 0 where the shape does
 // not suit the tiles (or AMX cannot run here).
 int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat);
-// Stage input unit `unit` (< x_units) or output-gradient unit unit - x_units (a UnitFn).
+// Make output rows (flat: steps) [first, last) the staged window; returns its
+// stage units.
+idx conv2d_amx_filter_grad_window(Conv2dAmxFilterGradArgs* a, idx first, idx last);
+// Stage the window's input unit `unit` (< win_x_units) or its output-gradient
+// unit unit - win_x_units (a UnitFn).
 void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch);
-// Whether the staged operands keep the tiles' sums exact (flat: and the input
-// is finite); sets x_non_finite.
-int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a);
+// Whether the operands staged so far keep the tiles' sums exact (flat: and the
+// window's input is finite), from the window's `units` stage units.
+int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a, idx units);
 // Unit = chunk * blocks + block (sequential: block, of chunk chunk_now): that
 // block's sum over that chunk, written as its partial sum or, after the last
 // chunk of a sequential run, rounded into out (a UnitFn).
@@ -136,61 +147,101 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat) {
     a->flat_width = a->OW + qw;
     a->flat_steps = (a->OH * a->flat_width + 31) / 32;
     a->flat = allow_flat && a->KH * a->KW > 1 && a->flat_steps < a->OH * (a->ow_pad / 32);
-    idx rows, row_bytes;
+    a->flat_reach = qh * a->flat_width + qw;
+    idx row_bytes;
     if (a->flat) {
-        a->x_row_pixels = round_up(a->flat_steps * 32 + qh * a->flat_width + qw, 32);
+        a->x_row_pixels = round_up(a->flat_steps * 32 + a->flat_reach, 32);
         a->x_row_elems = a->sh * a->sw * a->G * a->ci_pad * a->x_row_pixels;  // per image
-        a->dy_row_elems = a->flat_steps * 32 * a->G * a->co_pad;               // per image
-        a->x_units = a->N * (a->x_row_pixels / 32);
-        a->stage_units = a->x_units + a->N * a->flat_steps;
-        a->x_staged_elems = a->N * a->x_row_elems;
-        rows = a->N * a->flat_steps;
+        a->dy_row_elems = 32 * a->G * a->co_pad;                              // per step
+        a->rows = a->N * a->flat_steps;
         // Staged bytes a step brings: its output gradient and its columns of every phase.
         row_bytes = 2 * 32 * (a->G * a->co_pad + a->sh * a->sw * a->G * a->ci_pad);
     } else {
         a->x_row_pixels = round_up(a->ow_pad + ((a->KW - 1) * a->dw) / a->sw, 32);
         a->x_row_elems = a->sw * a->G * a->ci_pad * a->x_row_pixels;
         a->dy_row_elems = a->ow_pad * a->G * a->co_pad;
-        a->x_units = a->N * a->H;
-        a->stage_units = a->x_units + a->N * a->OH;
-        a->x_staged_elems = a->N * a->H * a->x_row_elems;
-        rows = a->N * a->OH;
+        a->rows = a->N * a->OH;
         // Staged bytes an output row brings: its output-gradient row, and sh input
         // rows (the rows between two output rows' first taps).
         row_bytes = 2 * (a->dy_row_elems + a->sh * a->x_row_elems);
     }
-    a->dy_staged_elems = rows * (a->flat ? 32 * a->G * a->co_pad : a->dy_row_elems);
     const idx row_pixels = a->flat ? 32 : a->ow_pad;
     idx chunk_rows = AMX_FG_CHUNK_BYTES / row_bytes;
     const idx min_rows = (AMX_FG_MIN_CHUNK_PIXELS + row_pixels - 1) / row_pixels;
     if (chunk_rows < min_rows) chunk_rows = min_rows;
-    if (chunk_rows > rows) chunk_rows = rows;
+    if (chunk_rows > a->rows) chunk_rows = a->rows;
     a->chunk_rows = chunk_rows;
-    a->chunks = (rows + chunk_rows - 1) / chunk_rows;
+    a->chunks = (a->rows + chunk_rows - 1) / chunk_rows;
     a->blocks = a->KH * a->KW * a->G * (a->ci_pad / 32) * (a->co_pad / 32);
+    // The buffers' sizes: every window's input slots and stage units.
+    a->stage_units_all = conv2d_amx_filter_grad_window(a, 0, a->rows);
+    a->x_slots_all = a->flat ? a->N : a->win_x_units;
+    a->stage_units_chunk = a->x_slots_chunk = 0;
+    for (idx c = 0; c < a->chunks; ++c) {
+        const idx last = (c + 1) * chunk_rows < a->rows ? (c + 1) * chunk_rows : a->rows;
+        const idx units = conv2d_amx_filter_grad_window(a, c * chunk_rows, last);
+        const idx slots = a->flat ? (last - 1) / a->flat_steps - a->win_x_first + 1 : a->win_x_units;
+        if (units > a->stage_units_chunk) a->stage_units_chunk = units;
+        if (slots > a->x_slots_chunk) a->x_slots_chunk = slots;
+    }
     a->sequential = 1;  // (the caller decides)
     a->chunk_now = 0;
+    a->x_non_finite = 0;
+    a->x_least = a->dy_least = 255;
     // The tile configuration, a 32 x 32 float32 block, a zeroed copy of two A tiles.
     a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + 2 * AMX_TILE_M * 64;
     return 1;
 }
 
-int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a) {
-    int x_least = 255, dy_least = 255;
+// The columns (in blocks of 32) of image n's streams that steps [s_a, s_b) of it
+// read, flat: [cb_lo, cb_hi).
+static inline void flat_column_blocks(const Conv2dAmxFilterGradArgs* a, idx n, idx first, idx last, idx* cb_lo,
+                                      idx* cb_hi) {
+    const idx image_first = n * a->flat_steps;
+    const idx s_a = (first > image_first ? first : image_first) - image_first;
+    const idx s_b = (last < image_first + a->flat_steps ? last : image_first + a->flat_steps) - image_first;
+    const idx reach = (32 * s_b + a->flat_reach + 31) / 32;
+    *cb_lo = s_a;
+    *cb_hi = reach < a->x_row_pixels / 32 ? reach : a->x_row_pixels / 32;
+}
+
+idx conv2d_amx_filter_grad_window(Conv2dAmxFilterGradArgs* a, idx first, idx last) {
+    a->win_first = first;
+    a->win_last = last;
+    if (a->flat) {
+        a->win_x_first = first / a->flat_steps;
+        a->win_x_units = 0;
+        for (idx n = a->win_x_first; n <= (last - 1) / a->flat_steps; ++n) {
+            idx lo, hi;
+            flat_column_blocks(a, n, first, last, &lo, &hi);
+            a->win_x_units += hi - lo;
+        }
+    } else {
+        // The input rows the window's taps read: from its first row's first tap to
+        // its last row's last (the rows between, across an image's end, included).
+        const auto clamp = [a](idx ih) { return ih < 0 ? 0 : ih >= a->H ? a->H - 1 : ih; };
+        const idx n_f = first / a->OH, oh_f = first % a->OH, n_l = (last - 1) / a->OH, oh_l = (last - 1) % a->OH;
+        a->win_x_first = n_f * a->H + clamp(oh_f * a->sh - a->pt);
+        a->win_x_units = n_l * a->H + clamp(oh_l * a->sh - a->pt + (a->KH - 1) * a->dh) - a->win_x_first + 1;
+    }
+    return a->win_x_units + (last - first);
+}
+
+int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a, idx units) {
     a->x_non_finite = 0;
-    for (idx u = 0; u < a->stage_units; ++u) {
+    for (idx u = 0; u < units; ++u) {
         const int e = a->least_exponent[u];
-        if (u < a->x_units) {
-            // (bit 7 of an input row's byte: it holds a non-finite value)
+        if (u < a->win_x_units) {
+            // (bit 7 of an input unit's byte: it holds a non-finite value)
             a->x_non_finite |= (e >> 7) & 1;
-            if ((e & 0x7f) * 2 < x_least) x_least = (e & 0x7f) * 2;
-        } else if (e < dy_least) {
-            dy_least = e;
+            if ((e & 0x7f) * 2 < a->x_least) a->x_least = (e & 0x7f) * 2;
+        } else if (e < a->dy_least) {
+            a->dy_least = e;
         }
     }
     // (Flat, the columns past OW meet zero output gradients with real inputs.)
     if (a->flat && a->x_non_finite) return 0;
-    return amx_sums_exact(x_least, dy_least);
+    return amx_sums_exact(a->x_least, a->dy_least);
 }
 
 #if CVZ_AMX_COMPILED
@@ -291,12 +342,13 @@ unsigned char x_exponent_byte(const ExponentScan& scan) {
     return (unsigned char)((scan.non_finite ? 0x80 : 0) | (scan.result(false) / 2));
 }
 
-// By rows, input row (n, ih) transposed: [phase r][g * ci_pad + ci][j] =
-// x[n, ih, j * sw + r - pl, g * cin_g + ci] (zero outside the row).
-void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
-    const idx n = row / a->H, ih = row % a->H;
+// By rows, the window's input unit `unit`: input row (n, ih) = win_x_first +
+// unit transposed into slot `unit`: [phase r][g * ci_pad + ci][j] = x[n, ih,
+// j * sw + r - pl, g * cin_g + ci] (zero outside the row).
+void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx unit) {
+    const idx row = a->win_x_first + unit, n = row / a->H, ih = row % a->H;
     const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
-    std::uint16_t* dst = (std::uint16_t*)a->x_staged + row * a->x_row_elems;
+    std::uint16_t* dst = (std::uint16_t*)a->x_staged + unit * a->x_row_elems;
     const idx pitch = a->x_row_pixels;
     ExponentScan scan;
     for (idx phase = 0; phase < a->sw; ++phase)
@@ -305,16 +357,26 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx row) {
                 const idx iw = j * a->sw + phase - a->pl;
                 return iw < 0 || iw >= a->W ? nullptr : x + iw * a->x.s[2];
             }, scan);
-    a->least_exponent[row] = x_exponent_byte(scan);
+    a->least_exponent[unit] = x_exponent_byte(scan);
 }
 
-// Flat, columns [32 b, 32 b + 32) of image n's phase streams (unit = n * blocks
-// + b): phase (pr, pc) column j = r * Wq + c holds x[n, r * sh + pr - pt,
-// c * sw + pc - pl] (zero outside the input and for r past the rows a tap
-// reaches).  Phases no tap reads are left unwritten.
+// Flat, the window's input unit `unit`: columns [32 b, 32 b + 32) of image n's
+// phase streams (the window's images in order, each its blocks that the
+// window's steps read), into slot n - win_x_first: phase (pr, pc) column j =
+// r * Wq + c holds x[n, r * sh + pr - pt, c * sw + pc - pl] (zero outside the
+// input and for r past the rows a tap reaches).  Phases no tap reads are left
+// unwritten.
 void stage_x_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
-    const idx column_blocks = a->x_row_pixels / 32;
-    const idx n = unit / column_blocks, j0 = (unit % column_blocks) * 32;
+    idx n = a->win_x_first, j0 = 0;
+    for (idx rest = unit;; ++n) {
+        idx lo, hi;
+        flat_column_blocks(a, n, a->win_first, a->win_last, &lo, &hi);
+        if (rest < hi - lo) {
+            j0 = (lo + rest) * 32;
+            break;
+        }
+        rest -= hi - lo;
+    }
     const idx wq = a->flat_width, rows = a->OH + ((a->KH - 1) * a->dh) / a->sh;
     const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0];
     const idx pitch = a->x_row_pixels;
@@ -326,7 +388,7 @@ void stage_x_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
             bool read = false;
             for (idx kw = 0; kw < a->KW; ++kw) read |= (kw * a->dw) % a->sw == pc;
             if (!row_read || !read) continue;
-            std::uint16_t* dst = (std::uint16_t*)a->x_staged + n * a->x_row_elems +
+            std::uint16_t* dst = (std::uint16_t*)a->x_staged + (n - a->win_x_first) * a->x_row_elems +
                                  (pr * a->sw + pc) * a->G * a->ci_pad * pitch;
             stage_x_columns(a, dst, pitch, j0, [&](idx j) -> const std::uint16_t* {
                 const idx r = j / wq, ih = r * a->sh + pr - a->pt, iw = (j % wq) * a->sw + pc - a->pl;
@@ -380,23 +442,25 @@ unsigned char stage_dy_pairs(const Conv2dAmxFilterGradArgs* a, std::uint16_t* ds
     return scan.result(true);
 }
 
-// By rows: output-gradient row (n, oh), pixel m its column.
-void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx row) {
-    const idx n = row / a->OH, oh = row % a->OH;
+// By rows, the window's output-gradient unit `unit`: row (n, oh) = win_first +
+// unit, pixel m its column, into slot `unit`.
+void stage_dy_row(const Conv2dAmxFilterGradArgs* a, idx unit) {
+    const idx row = a->win_first + unit, n = row / a->OH, oh = row % a->OH;
     const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0] + oh * a->dy.s[1];
-    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + row * a->dy_row_elems;
-    a->least_exponent[a->x_units + row] = stage_dy_pairs(a, dst, a->ow_pad / 2, [&](idx m) -> const std::uint16_t* {
+    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + unit * a->dy_row_elems;
+    a->least_exponent[a->win_x_units + unit] = stage_dy_pairs(a, dst, a->ow_pad / 2, [&](idx m) -> const std::uint16_t* {
         return m < a->OW ? dy + m * a->dy.s[2] : nullptr;
     });
 }
 
-// Flat: step `step` (= n * flat_steps + s) of image n, pixel m = 32 s + i at
-// (m / Wq, m % Wq).
-void stage_dy_flat(const Conv2dAmxFilterGradArgs* a, idx step) {
+// Flat: step win_first + unit (= n * flat_steps + s) of image n, pixel m = 32 s
+// + i at (m / Wq, m % Wq), into slot `unit`.
+void stage_dy_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
+    const idx step = a->win_first + unit;
     const idx n = step / a->flat_steps, m0 = (step % a->flat_steps) * 32, wq = a->flat_width;
     const std::uint16_t* dy = (const std::uint16_t*)a->dy.data + n * a->dy.s[0];
-    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + step * 32 * a->G * a->co_pad;
-    a->least_exponent[a->x_units + step] = stage_dy_pairs(a, dst, 16, [&](idx i) -> const std::uint16_t* {
+    std::uint16_t* dst = (std::uint16_t*)a->dy_staged + unit * a->dy_row_elems;
+    a->least_exponent[a->win_x_units + unit] = stage_dy_pairs(a, dst, 16, [&](idx i) -> const std::uint16_t* {
         const idx oh = (m0 + i) / wq, ow = (m0 + i) % wq;
         return oh < a->OH && ow < a->OW ? dy + oh * a->dy.s[1] + ow * a->dy.s[2] : nullptr;
     });
@@ -421,10 +485,10 @@ void write_block(const Conv2dAmxFilterGradArgs* a, idx block, const float* sum) 
 
 void conv2d_amx_filter_grad_stage(const void* args, int, int, idx unit, void*) {
     const Conv2dAmxFilterGradArgs* a = static_cast<const Conv2dAmxFilterGradArgs*>(args);
-    if (unit < a->x_units)
+    if (unit < a->win_x_units)
         a->flat ? stage_x_flat(a, unit) : stage_x_row(a, unit);
     else
-        a->flat ? stage_dy_flat(a, unit - a->x_units) : stage_dy_row(a, unit - a->x_units);
+        a->flat ? stage_dy_flat(a, unit - a->win_x_units) : stage_dy_row(a, unit - a->win_x_units);
 }
 
 void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* raw) {
@@ -438,8 +502,8 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
     const idx kh = tap / a->KW, kw = tap % a->KW;
     const idx pixels = a->x_row_pixels;
     const idx a_stride = pixels * 2, tiles_per_pair = a->G * a->co_pad / 16;
-    const idx rows = a->flat ? a->N * a->flat_steps : a->N * a->OH, first = chunk * a->chunk_rows;
-    const idx last = first + a->chunk_rows < rows ? first + a->chunk_rows : rows;
+    const idx first = chunk * a->chunk_rows;
+    const idx last = first + a->chunk_rows < a->rows ? first + a->chunk_rows : a->rows;
     // One 32-pixel step: A (32 input channels x 32 pixels, rows `stride` bytes
     // apart) times B (32 pixels x 32 output channels, two staged tiles).
     const auto step = [](const std::uint16_t* a0, idx stride, const std::uint16_t* b0) {
@@ -464,9 +528,11 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
         const std::uint16_t* xa = (const std::uint16_t*)a->x_staged +
                                   ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
         const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
+        // (Slots of the staged window: images from win_x_first, steps from win_first.)
         for (idx row = first; row < last; ++row) {
             const idx n = row / a->flat_steps, s = row % a->flat_steps;
-            step(xa + n * a->x_row_elems + s * 32, a_stride, yb + row * tiles_per_pair * AMX_B_TILE);
+            step(xa + (n - a->win_x_first) * a->x_row_elems + s * 32, a_stride,
+                 yb + (row - a->win_first) * a->dy_row_elems);
         }
     } else {
         const idx phase = (kw * a->dw) % a->sw, shift = (kw * a->dw) / a->sw;
@@ -479,9 +545,10 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
             const idx n = row / a->OH, oh = row % a->OH;
             const idx ih = oh * a->sh - a->pt + kh * a->dh;
             if (ih < 0 || ih >= a->H) continue;  // this tap reads padding for the whole row
-            const std::uint16_t* xa = (const std::uint16_t*)a->x_staged + (n * a->H + ih) * a->x_row_elems +
+            // (Slots of the staged window: input rows from win_x_first, output rows from win_first.)
+            const std::uint16_t* xa = (const std::uint16_t*)a->x_staged + (n * a->H + ih - a->win_x_first) * a->x_row_elems +
                                       ((phase * a->G + g) * a->ci_pad + cib * 32) * pixels + shift;
-            const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + row * a->dy_row_elems +
+            const std::uint16_t* yb = (const std::uint16_t*)a->dy_staged + (row - a->win_first) * a->dy_row_elems +
                                       ((g * a->co_pad + cob * 32) / 16) * AMX_B_TILE;
             for (idx pc = 0; pc < pixel_chunks; ++pc) {
                 const std::uint16_t* a0 = xa + pc * 32;

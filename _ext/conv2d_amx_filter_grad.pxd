@@ -12,7 +12,8 @@ cdef extern from * namespace "cvz" nogil:
         Tensor x
         Tensor dy
         Tensor out
-        idx chunks, blocks, stage_units, x_staged_elems, dy_staged_elems, scratch_bytes
+        idx x_row_elems, dy_row_elems, rows, chunk_rows, chunks, blocks
+        idx x_slots_all, x_slots_chunk, stage_units_all, stage_units_chunk, scratch_bytes
         int flat, x_non_finite, sequential
         idx chunk_now
         void* x_staged
@@ -22,6 +23,7 @@ cdef extern from * namespace "cvz" nogil:
 
     int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat)
     void conv2d_amx_filter_grad_stage(const void* args, int isa, int f64, idx unit, void* scratch)
-    int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a)
+    idx conv2d_amx_filter_grad_window(Conv2dAmxFilterGradArgs* a, idx first, idx last)
+    int conv2d_amx_filter_grad_exact(Conv2dAmxFilterGradArgs* a, idx units)
     void conv2d_amx_filter_grad_block(const void* args, int isa, int f64, idx unit, void* scratch)
     void conv2d_amx_filter_grad_reduce(const void* args, int isa, int f64, idx unit, void* scratch)

@@ -270,17 +270,33 @@ def test_a_nonfinite_input_with_short_rows_is_staged_again_by_rows(value, rng):
     assert np.array_equal(np.isinf(dw.astype(np.float64)), np.isinf(exact))
 
 
+CARRIED = [("rows", (1, 80, 64, 96, 96, 3, 1, 1, 1, "NHWC", "SAME")),
+           ("rows", (3, 30, 64, 96, 96, 3, 2, 1, 1, "NHWC", "SAME")),
+           ("flat", (16, 14, 14, 96, 96, 3, 1, 1, 1, "NCHW", "SAME"))]
+
+
 @needs_amx
-@pytest.mark.parametrize("layout, row", [("rows", (1, 80, 64, 96, 96, 3, 1, 1, 1, "NHWC", "SAME")),
-                                         ("flat", (16, 14, 14, 96, 96, 3, 1, 1, 1, "NCHW", "SAME"))])
-def test_many_blocks_carry_their_sums_from_chunk_to_chunk(layout, row, rng):
+@pytest.mark.parametrize("layout, row", CARRIED, ids=["rows", "rows across images", "flat"])
+@pytest.mark.parametrize("nonfinite", [False, True], ids=["finite", "inf in the last chunk"])
+def test_many_blocks_carry_their_sums_from_chunk_to_chunk(layout, row, nonfinite, rng):
     # 81 blocks of 32 x 32 and 2-3 chunks of steps: the chunks run one after another,
-    # each block's float32 sums carried, the last chunk rounding them once.
+    # each staged just before its blocks (its input rows or images, across an image's
+    # end too), each block's float32 sums carried, the last chunk rounding them once.
+    # An infinity that only the last chunk stages: by rows its tiles read the columns
+    # past OW as zeros; flat, the whole call is staged again by rows.
     args = _filter_grad_call(row, rng)
+    if nonfinite:
+        args[0][-1, -2, 3, 5] = np.inf
+        layout = "rows"
     dw = convviz.conv2d_backprop_filter(*args)
+    if nonfinite:
+        exact, _ = _filter_grad_bound(args)
+        assert np.array_equal(np.isnan(dw.astype(np.float64)), np.isnan(exact))
+        assert np.array_equal(np.isinf(dw.astype(np.float64)), np.isinf(exact))
     plan = _filter_grad.last_amx_plan()
     assert plan["sequential"] and plan["chunks"] > 1 and plan["layout"] == layout
-    assert _within_bound(dw, *_filter_grad_bound(args))
+    if not nonfinite:
+        assert _within_bound(dw, *_filter_grad_bound(args))
     for threads in (1, 3):
         again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
         assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))

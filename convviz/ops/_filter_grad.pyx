@@ -23,7 +23,8 @@ include "kernel_module.pxi"
 from _cvz cimport (BF16, conv_args, conv_flops, free_aligned, idx, record_amx_scratch, record_scratch, run_units,
                    scratch_alloc, scratch_alloc_unzeroed, threads_for)
 from conv2d_amx_filter_grad cimport (Conv2dAmxFilterGradArgs, conv2d_amx_filter_grad_prepare,
-                                     conv2d_amx_filter_grad_stage, conv2d_amx_filter_grad_exact,
+                                     conv2d_amx_filter_grad_window, conv2d_amx_filter_grad_stage,
+                                     conv2d_amx_filter_grad_exact,
                                      conv2d_amx_filter_grad_block, conv2d_amx_filter_grad_reduce)
 from conv2d_filter_grad cimport (Conv2dFilterGradArgs, conv2d_filter_grad_prepare, conv2d_filter_grad_reduce,
                                  conv2d_filter_grad_unit)
@@ -49,13 +50,10 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     conv_args(&a, &a.x, input, BF16, &a.out, filter_grad, out_type, &a.dy, out_backprop, BF16,
               filter_grad.shape[2], groups, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left)
     cdef double work = conv_flops(&a)
-    cdef idx units
-    cdef int threads
+    cdef idx units, chunk, first, last, stage_units
+    cdef int threads, allow_flat, restage
     cdef size_t x_bytes, dy_bytes, partial_bytes
-    cdef Py_ssize_t used = 0
-    cdef int allow_flat
-    cdef idx chunk
-    cdef Py_ssize_t scratch = 0
+    cdef Py_ssize_t used = 0, scratch = 0
     # Flat first where it suits the shape; an input with an infinite or NaN value
     # (which the flat layout's extra columns would meet) is staged again by rows.
     for allow_flat in (1, 0):
@@ -68,36 +66,46 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
         units = a.chunks * a.blocks
         threads = threads_for(work, min_parallel_work, n_threads, units)
         # The chunks one after another where each has blocks enough for every thread
-        # or their partial sums would take much memory, else all at once (the same bits).
+        # or their partial sums would take much memory, else all at once (the same
+        # bits). One after another, each chunk is staged just before its blocks run,
+        # in buffers of one chunk (in cache; no pages of the whole staged tensors).
         a.sequential = a.chunks == 1 or a.blocks >= 8 * threads or units * 32 * 32 * 4 > _AMX_PARTIAL_BYTES
-        x_bytes = <size_t>a.x_staged_elems * 2
-        dy_bytes = <size_t>a.dy_staged_elems * 2
+        x_bytes = <size_t>((a.x_slots_chunk if a.sequential else a.x_slots_all) * a.x_row_elems) * 2
+        dy_bytes = <size_t>((a.chunk_rows if a.sequential else a.rows) * a.dy_row_elems) * 2
+        stage_units = a.stage_units_chunk if a.sequential else a.stage_units_all
         # Partial sums per chunk and block, or, where the chunks run one after another,
         # per block (none with one chunk: its units round their sums into the result).
         partial_bytes = <size_t>(a.blocks if a.sequential else units) * 32 * 32 * 4 if a.chunks > 1 else 0
-        used = x_bytes + dy_bytes + partial_bytes + a.stage_units
+        used = x_bytes + dy_bytes + partial_bytes + stage_units
+        restage = False
         try:
             # (Staging writes every element a tile reads, and every unit its partial sum: no zeroing.)
             a.x_staged = scratch_alloc_unzeroed(x_bytes)
             a.dy_staged = scratch_alloc_unzeroed(dy_bytes)
             a.partial = <float*>scratch_alloc_unzeroed(partial_bytes)
-            a.least_exponent = <unsigned char*>scratch_alloc_unzeroed(a.stage_units)
-            run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, a.stage_units, threads, 0)
-            if not conv2d_amx_filter_grad_exact(&a):
-                if a.flat and a.x_non_finite:
-                    continue
-                return -1
-            if a.sequential:
-                threads = threads_for(work, min_parallel_work, n_threads, a.blocks)
-                for chunk in range(a.chunks):
-                    a.chunk_now = chunk
-                    scratch = run_units(conv2d_amx_filter_grad_block, &a, 0, 0, a.blocks, threads, a.scratch_bytes)
-                used += scratch
+            a.least_exponent = <unsigned char*>scratch_alloc_unzeroed(stage_units)
+            for chunk in range(a.chunks if a.sequential else 1):
+                first = chunk * a.chunk_rows if a.sequential else 0
+                last = min(first + a.chunk_rows, a.rows) if a.sequential else a.rows
+                stage_units = conv2d_amx_filter_grad_window(&a, first, last)
+                run_units(conv2d_amx_filter_grad_stage, &a, 0, 0, stage_units, threads, 0)
+                # (Nothing is written to the result before the last chunk's blocks.)
+                if not conv2d_amx_filter_grad_exact(&a, stage_units):
+                    restage = a.flat and a.x_non_finite
+                    break
+                a.chunk_now = chunk
+                if a.sequential:
+                    scratch = run_units(conv2d_amx_filter_grad_block, &a, 0, 0, a.blocks,
+                                        threads_for(work, min_parallel_work, n_threads, a.blocks), a.scratch_bytes)
+                else:
+                    scratch = run_units(conv2d_amx_filter_grad_block, &a, 0, 0, units, threads, a.scratch_bytes)
+                    scratch += run_units(conv2d_amx_filter_grad_reduce, &a, 0, 0, a.blocks, min(threads, a.blocks),
+                                         a.scratch_bytes)
             else:
-                used += run_units(conv2d_amx_filter_grad_block, &a, 0, 0, units, threads, a.scratch_bytes)
-                used += run_units(conv2d_amx_filter_grad_reduce, &a, 0, 0, a.blocks, min(threads, a.blocks),
-                                  a.scratch_bytes)
-            break
+                used += scratch
+                break
+            if not restage:
+                return -1
         finally:
             free_aligned(a.x_staged)
             free_aligned(a.dy_staged)
