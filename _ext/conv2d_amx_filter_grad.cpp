@@ -128,17 +128,6 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat) {
     a->ci_pad = round_up(a->cin_g, 32);
     a->co_pad = round_up(a->cout_g, 32);
     a->ow_pad = round_up(a->OW, 32);
-    // A 1x1 filter does as few flops per staged value as it has channels: where
-    // the tiles' padding (channels to 32, columns to 32) leaves fewer than 30
-    // useful ones on the smaller side, staging (a transpose, an interleave)
-    // costs more than the tiles save over the AVX-512 kernel (paired over the
-    // pointwise layers of seven networks, batch 1: 0.46-0.97x below, mostly
-    // 1.0-2.5x above).
-    if (a->KH * a->KW == 1) {
-        const double used = (double)a->cin_g / a->ci_pad * a->cout_g / a->co_pad * a->OW / a->ow_pad;
-        const idx narrow = a->cin_g < a->cout_g ? a->cin_g : a->cout_g;
-        if (used * narrow < 30) return 0;
-    }
     // By rows: tap kw reads column j = ow + kw * dw / sw of phase kw * dw % sw;
     // rows of whole 32-column blocks (the transpose's unit).  Flat: a tap's
     // shift adds up to qh rows of Wq columns and qw columns to m; a stream's
@@ -146,7 +135,22 @@ int conv2d_amx_filter_grad_prepare(Conv2dAmxFilterGradArgs* a, int allow_flat) {
     const idx qh = ((a->KH - 1) * a->dh) / a->sh, qw = ((a->KW - 1) * a->dw) / a->sw;
     a->flat_width = a->OW + qw;
     a->flat_steps = (a->OH * a->flat_width + 31) / 32;
-    a->flat = allow_flat && a->KH * a->KW > 1 && a->flat_steps < a->OH * (a->ow_pad / 32);
+    // (A 1x1 stride-1 call has no extra columns: filter_grad.pixel_rows already
+    // runs its pixels in rows that fill the steps, across images too.)
+    const bool pointwise_dense = a->KH * a->KW == 1 && a->sh == 1 && a->sw == 1;
+    a->flat = allow_flat && !pointwise_dense && a->flat_steps < a->OH * (a->ow_pad / 32);
+    // A 1x1 filter does as few flops per staged value as it has channels: where
+    // the tiles' padding (channels to 32, pixels to whole steps) leaves fewer
+    // than 30 useful ones on the smaller side, staging (a transpose, an
+    // interleave) costs more than the tiles save over the AVX-512 kernel
+    // (paired over the pointwise layers of seven networks, batch 1: 0.46-0.97x
+    // below, mostly 1.0-2.5x above).
+    if (a->KH * a->KW == 1) {
+        const double pixels_used = a->flat ? (double)a->OH * a->OW / (a->flat_steps * 32) : (double)a->OW / a->ow_pad;
+        const double used = (double)a->cin_g / a->ci_pad * a->cout_g / a->co_pad * pixels_used;
+        const idx narrow = a->cin_g < a->cout_g ? a->cin_g : a->cout_g;
+        if (used * narrow < 30) return 0;
+    }
     a->flat_reach = qh * a->flat_width + qw;
     idx row_bytes;
     if (a->flat) {
@@ -351,12 +355,16 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx unit) {
     std::uint16_t* dst = (std::uint16_t*)a->x_staged + unit * a->x_row_elems;
     const idx pitch = a->x_row_pixels;
     ExponentScan scan;
-    for (idx phase = 0; phase < a->sw; ++phase)
+    for (idx phase = 0; phase < a->sw; ++phase) {
+        bool read = false;  // whether a tap reads this phase (a 1x1 stride-2 filter: one of two)
+        for (idx kw = 0; kw < a->KW; ++kw) read |= (kw * a->dw) % a->sw == phase;
+        if (!read) continue;
         for (idx j0 = 0; j0 < pitch; j0 += 32)
             stage_x_columns(a, dst + phase * a->G * a->ci_pad * pitch, pitch, j0, [&](idx j) -> const std::uint16_t* {
                 const idx iw = j * a->sw + phase - a->pl;
                 return iw < 0 || iw >= a->W ? nullptr : x + iw * a->x.s[2];
             }, scan);
+    }
     a->least_exponent[unit] = x_exponent_byte(scan);
 }
 

@@ -9,6 +9,9 @@ each the best of 2-3 rounds after a warm-up, on 2 threads.  Whether convviz's ca
 ran on the tiles is recorded per op (``ran_amx``).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/amx_sweep.py 1 results.json
+    OPENBLAS_NUM_THREADS=1 python benchmarks/amx_sweep.py 8 results.json resnet18,mobilenet_v2 bpf
+
+(optional: the networks, comma-separated, and the ops of fwd, bpi, bpf to time).
 
 Writes a JSON list of {"layer", "batch", "flops", op: {"amx", "avx512", "torch",
 "ran_amx"}} (seconds).  Needs PyTorch.
@@ -21,7 +24,9 @@ torch.set_num_threads(2)
 bf=ml_dtypes.bfloat16
 rng=np.random.default_rng(0)
 batch=int(sys.argv[1]); out=sys.argv[2]
-L=[l for l in N.distinct_layers() if not l.depthwise]
+nets=sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else None
+only=sys.argv[4].split(",") if len(sys.argv) > 4 else ["fwd","bpi","bpf"]
+L=[l for l in N.distinct_layers(nets) if not l.depthwise]
 res=[]
 def best(f, rounds):
     f(); b=9
@@ -47,6 +52,7 @@ for l in L:
     flops=2.0*n*oh*oh*co*k*k*ci
     rounds=3 if flops<5e8 else 2
     row={"layer":l.describe(),"batch":n,"flops":flops}
+    ops={op:ops[op] for op in only}
     for op,(cv,tt) in ops.items():
         cpu.AMX_ALLOWED=True; cv(); ran=(_filter_grad.last_ran_on_amx() if op=="bpf" else _forward.last_ran_on_amx())
         ta=best(cv,rounds)

@@ -225,7 +225,7 @@ def test_a_pointwise_filter_gradients_pixels_run_in_rows_that_fill_the_tiles(sha
 
 # Rows shorter than a 32-pixel step: an image's rows go flat, one run of steps
 # (7x7 SAME: 63 pixels in 2 steps, not 7).  Strides 2 and 3 (four and nine
-# input phases), dilation, groups, asymmetric explicit pads, batch, NCHW.
+# input phases), dilation, groups, asymmetric explicit pads, batch, NCHW, 1x1.
 FLAT_GEOMETRIES = [
     (3, 7, 7, 64, 64, 3, 1, 1, 1, "NHWC", "SAME"),
     (2, 14, 13, 32, 48, 3, 2, 1, 1, "NHWC", "SAME"),
@@ -233,6 +233,8 @@ FLAT_GEOMETRIES = [
     (2, 12, 10, 64, 64, 3, 1, 1, 2, "NHWC", "VALID"),
     (1, 16, 17, 32, 32, 3, 3, 1, 1, "NHWC", "SAME"),
     (2, 9, 20, 48, 80, 2, 2, 1, 1, "NCHW", "VALID"),
+    # 1x1 at stride 2: one of the four phases read, the others never staged.
+    (2, 14, 14, 64, 96, 1, 2, 1, 1, "NHWC", "SAME"),
 ]
 
 
