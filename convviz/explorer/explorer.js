@@ -129,7 +129,8 @@ class ExplorerView {
     this.params = this.readParams();
     this.hovered = null;
     this.pinned = null;
-    this.lit = [];
+    this.lit = new Map(); // see clearLit
+    this.labelled = new Set();
     this.playIndex = -1;
     this.timer = null;
     this.speed = 2;
@@ -1232,20 +1233,43 @@ class ExplorerView {
     return this.hovered || this.pinned;
   }
 
+  // this.lit: element -> the highlight classes it carries; this.labelled: the elements
+  // that carry a product label.
   clearLit() {
-    for (const [el, cls] of this.lit || []) {
-      el.classList.remove(cls);
-      if (cls === "cvz-target") delete el.dataset.product;
-    }
-    this.lit = [];
+    for (const [el, classes] of this.lit) el.classList.remove(...classes);
+    for (const el of this.labelled) delete el.dataset.product;
+    this.lit = new Map();
+    this.labelled = new Set();
   }
 
+  // The highlight of what is hovered or pinned.  Only the difference from the last one is
+  // written: moving from a filter tap to the next relights a lattice of ~1,150 cells that
+  // mostly stays (each class added or removed costs that cell a style recalculation).
   showActive() {
-    this.clearLit();
+    const wanted = new Map(); // element -> classes
+    const labels = new Map(); // element -> product label
     const mark = (cell, cls) => {
       const el = this.cells.get(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c));
-      if (el) { el.classList.add(cls); this.lit.push([el, cls]); }
+      if (el) {
+        const classes = wanted.get(el);
+        if (!classes) wanted.set(el, [cls]);
+        else if (!classes.includes(cls)) classes.push(cls);
+      }
       return el;
+    };
+    const apply = () => {
+      for (const [el, classes] of this.lit) {
+        const keep = wanted.get(el);
+        for (const cls of classes) if (!keep || !keep.includes(cls)) el.classList.remove(cls);
+      }
+      for (const [el, classes] of wanted) {
+        const had = this.lit.get(el);
+        for (const cls of classes) if (!had || !had.includes(cls)) el.classList.add(cls);
+      }
+      for (const el of this.labelled) if (!labels.has(el)) delete el.dataset.product;
+      for (const [el, label] of labels) if (el.dataset.product !== label) el.dataset.product = label;
+      this.lit = wanted;
+      this.labelled = new Set(labels.keys());
     };
     if (this.pinned) mark(this.pinned, "cvz-pinned");
     const a = this.active();
@@ -1259,7 +1283,7 @@ class ExplorerView {
     this.sumEl.innerHTML = sum ? this.sumHtml(sum) : "";
     this.markPlanes(info ? info.lit : []);
     this.markConvolution(a, info ? info.lit : []);
-    if (!info) return;
+    if (!info) return apply();
     if (this.onePlane && a.panel) this.followPin(a, info.lit);
     // Products are written on the targets while they are few enough to read (a dy cell's
     // scatter); a tap lights a whole lattice, and writing hundreds of labels costs a layout.
@@ -1267,9 +1291,10 @@ class ExplorerView {
     for (const h of info.lit) {
       const el = mark(h, h.cls);
       if (el && products && h.product !== undefined && this.practiceState(h.panel, h.a || 0, h.b || 0, h.r, h.c) !== "hidden")
-        el.dataset.product = (h.product < 0 ? "" : "+") + core.formatNumber(h.product);
+        labels.set(el, (h.product < 0 ? "" : "+") + core.formatNumber(h.product));
     }
     if (a.panel) mark(a, "cvz-source-cell");
+    apply();
   }
 
   // The worked sum: symbols, then numbers, grouped by channel (or image) when the terms
