@@ -241,9 +241,15 @@ def pages(browser, tmp_path):
         p.close()
 
 
+def url_query(page) -> str:
+    """The page's query as the controls last set it: the page writes it after the redraw
+    is painted (a frame later), so a pending write is made now."""
+    return page.evaluate("() => { window.convvizExplorer.model.flushUrl(); return location.search; }")
+
+
 def open_setting(pages: Pages, p: dict[str, Any]):
     page = pages.open(query(p))
-    assert page.evaluate("() => location.search") != ""
+    assert url_query(page) != ""
     return page
 
 
@@ -578,7 +584,7 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     p = setting(input_h=7, input_w=9, kernel_h=3, kernel_w=2, stride_h=2, stride_w=3, dilation_h=1,
                 dilation_w=2, padding="EXPLICIT", pad_top=1, pad_bottom=0, pad_left=2, pad_right=1,
                 op="conv2d_backprop_input", seed=5, theme="auto")
-    assert params_from_query(page.evaluate("location.search")) == p
+    assert params_from_query(url_query(page)) == p
     controls = _controls(page)
     for name, value in p.items():
         assert controls[name] == str(value), name
@@ -591,7 +597,7 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     page.fill('[name="stride_h"]', "3")
     page.dispatch_event('[name="stride_h"]', "change")
     p["stride_h"] = 3
-    search = page.evaluate("location.search")
+    search = url_query(page)
     assert "stride=3&" in search, search  # both strides are 3 now
     assert params_from_query(search) == p
     oh, ow = build_geometry(p).output_hw
@@ -601,18 +607,18 @@ def test_the_url_query_sets_the_page_and_a_control_change_rewrites_it(pages):
     # A select: the op, then the padding.
     page.select_option('[name="op"]', "depthwise_conv2d_native_backprop_filter")
     p["op"] = "depthwise_conv2d_native_backprop_filter"
-    search = page.evaluate("location.search")
+    search = url_query(page)
     assert "op=depthwise_conv2d_native_backprop_filter" in search and "multiplier=1" in search
     assert params_from_query(search) == p
     _check_numbers(page, p)
     page.fill('[name="multiplier"]', "3")
     page.dispatch_event('[name="multiplier"]', "change")
     p["multiplier"] = 3
-    assert params_from_query(page.evaluate("location.search")) == p
+    assert params_from_query(url_query(page)) == p
     _check_numbers(page, p)
     page.select_option('[name="padding"]', "VALID")
     p["padding"] = "VALID"
-    search = page.evaluate("location.search")
+    search = url_query(page)
     assert "padding=VALID" in search and "pads=" not in search
     assert params_from_query(search) == dict(p, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
     _check_numbers(page, p)
@@ -637,7 +643,9 @@ def test_a_link_with_the_old_op_name_opens_the_depthwise_filter_gradient(pages):
     _check_numbers(page, p)
     page.fill('[name="seed"]', "5")
     page.dispatch_event('[name="seed"]', "change")
-    search = page.evaluate("location.search")
+    # (written by the page itself a frame after the redraw: no flush here)
+    page.wait_for_function("() => location.search.includes('seed=5')", timeout=5000)
+    search = page.evaluate("() => location.search")
     assert "op=depthwise_conv2d_native_backprop_filter&multiplier=2" in search and "op=filter_grad" not in search
     pages.check_offline()
 
@@ -776,7 +784,7 @@ def screenshots(browser, tmp_path_factory):
                 path = ARTIFACTS / f"explorer-page-{name}-{theme}.png"
                 page.screenshot(path=str(path), full_page=name != "conv2d-4x4-channels")
                 taken.append(dict(op=op, name=name, theme=theme, path=path, cell=(panel, r, c, ch),
-                                  search=page.evaluate("location.search"), sum=sum_state(page),
+                                  search=url_query(page), sum=sum_state(page),
                                   root_theme=page.get_attribute(".cvz-explorer", "data-theme")))
         yield taken, pages
     finally:
@@ -841,7 +849,7 @@ def test_a_committed_number_control_shows_the_value_in_use(pages):
     page = pages.open("?input=8&theme=light")
     page.fill('[name="input_h"]', "40")
     page.keyboard.press("Tab")  # commits: change
-    assert "input=32x8" in page.evaluate("location.search")  # the page does use 32 (the control's max)
+    assert "input=32x8" in url_query(page)  # the page does use 32 (the control's max)
     assert page.input_value('[name="input_h"]') == "32"
     page.fill('[name="input_w"]', "")
     page.keyboard.press("Tab")
@@ -972,10 +980,10 @@ def test_symbols_name_the_cells_and_write_the_sum_as_a_formula_with_its_numbers(
     nums = page.eval_on_selector_all(".cvz-sum-nums", "els => els.map(e => e.textContent)")
     first = [product_value(v.strip("()")) for v in nums[0].split("\u00b7")]
     assert first == [x[0, 0, 1, 0], w[0, 0, 0, 0]]
-    assert "symbols=on" in page.evaluate("location.search")
+    assert "symbols=on" in url_query(page)
     page.select_option('[name="symbols"]', "off")
     assert cells(page, "y")[0]["text"] == core_number(ref.arrays["y"][0, 0, 0, 0])
-    assert "symbols=" not in page.evaluate("location.search")
+    assert "symbols=" not in url_query(page)
     pages.check_offline()
 
 
@@ -1036,7 +1044,7 @@ def test_practice_hides_the_result_checks_answers_and_shows_the_sum_on_a_miss(pa
     ref = compute(p)
     dx = ref.arrays["dx"]
     page = open_setting(pages, p)
-    assert "practice=on" in page.evaluate("location.search")
+    assert "practice=on" in url_query(page)
     got = [c for c in cells(page, "dx") if not c["pad"]]
     assert len(got) == 36 and all(c["text"] == "?" for c in got)  # the numbers wait for answers
     assert page.get_attribute('[name="play"]', "disabled") is not None
@@ -1171,7 +1179,7 @@ def test_a_redraw_in_place_equals_a_fresh_page_of_the_same_setting(pages, op):
             page.fill(control, value)
             page.dispatch_event(control, "change")
         drawn = page.evaluate(GRIDS_JS)
-        fresh = pages.open(page.evaluate("location.search"))
+        fresh = pages.open(url_query(page))
         assert drawn == fresh.evaluate(GRIDS_JS), (name, value)
         fresh.close()
     pages.check_offline()
@@ -1230,7 +1238,7 @@ def test_a_link_opens_every_op_on_its_setting_and_the_page_keeps_it(pages, op):
     _check_every_index(page, p)
     page.fill('[name="seed"]', "7")
     page.dispatch_event('[name="seed"]', "change")
-    search = page.evaluate("location.search")
+    search = url_query(page)
     assert f"op={op}" in search and "seed=7" in search
     if op == "conv_transpose2d":
         assert "padding=1x0" in search and "output_padding=1&" in search and "pads=" not in search
