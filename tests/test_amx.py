@@ -157,6 +157,12 @@ def _filter_grad_bound(args):
     return exact, magnitude
 
 
+def _assert_same_bits_for_1_and_3_threads(filter_grad_args, dw):
+    for threads in (1, 3):
+        again = convviz.conv2d_backprop_filter(*filter_grad_args, n_threads=threads)
+        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16)), threads
+
+
 # The filter gradient's: a 1x1 filter with few useful channels after the
 # tiles' padding runs on AVX-512 (below), so the grouped 1x1 row is replaced
 # by a wide 1x1 one and a grouped 3x3 one.
@@ -215,9 +221,7 @@ def test_a_pointwise_filter_gradients_pixels_run_in_rows_that_fill_the_tiles(sha
     dw = convviz.conv2d_backprop_filter(*args)
     assert _filter_grad.last_ran_on_amx()
     assert _within_bound(dw, *_filter_grad_bound(args))
-    for threads in (1, 3):
-        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
-        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+    _assert_same_bits_for_1_and_3_threads(args, dw)
     nchw = convviz.conv2d_backprop_filter(x.transpose(0, 3, 1, 2), [1, 1, cin, cout], dy.transpose(0, 3, 1, 2),
                                           [1, 1, 1, 1], "SAME", data_format="NCHW")
     assert _within_bound(nchw, *_filter_grad_bound(args))
@@ -245,9 +249,7 @@ def test_short_rows_go_flat_within_the_bound_and_the_same_bits_for_any_thread_co
     dw = convviz.conv2d_backprop_filter(*args)
     assert _filter_grad.last_ran_on_amx() and _filter_grad.last_amx_plan()["layout"] == "flat"
     assert _within_bound(dw, *_filter_grad_bound(args))
-    for threads in (1, 3):
-        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
-        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+    _assert_same_bits_for_1_and_3_threads(args, dw)
 
 
 @needs_amx
@@ -299,9 +301,7 @@ def test_many_blocks_carry_their_sums_from_chunk_to_chunk(layout, row, nonfinite
     assert plan["sequential"] and plan["chunks"] > 1 and plan["layout"] == layout
     if not nonfinite:
         assert _within_bound(dw, *_filter_grad_bound(args))
-    for threads in (1, 3):
-        again = convviz.conv2d_backprop_filter(*args, n_threads=threads)
-        assert np.array_equal(again.view(np.uint16), dw.view(np.uint16))
+    _assert_same_bits_for_1_and_3_threads(args, dw)
 
 
 @needs_amx
