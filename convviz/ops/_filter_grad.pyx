@@ -116,10 +116,10 @@ def filter_grad_amx(cnp.ndarray input, cnp.ndarray out_backprop, cnp.ndarray fil
     return used
 
 
-_last_amx_plan: dict = {}
+_last_amx_plan: dict[str, object] = {}
 
 
-def last_amx_plan() -> dict:
+def last_amx_plan() -> dict[str, object]:
     """How the most recent AMX filter gradient in this process ran, for the tests:
     ``layout`` ``"flat"`` (an image's rows in one run of 32-pixel steps) or ``"rows"``
     (each output row in its own steps), ``chunks`` of steps, and whether they ran
