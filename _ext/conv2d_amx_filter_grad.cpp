@@ -19,11 +19,12 @@
 //   of the same width, so that tap (kh, kw) reads the phase's column
 //   m + (its row shift) * Wq + (its column shift) for every m: one run of
 //   columns per image.  The columns ow >= OW are computed against zero output
-//   gradients (an input value there must be finite: else the call goes to
-//   the AVX-512 kernel).
+//   gradients (an input value there must be finite: else the call is staged
+//   again by rows).
 // A unit is one block of 32 x 32 (input x output channels) of one tap over
 // one chunk of steps (the chunks fixed by the shape: the staged rows of a
-// chunk fit a core's L2 cache).  The chunks run one after another, each block
+// chunk fit a core's L2 cache).  The chunks run one after another, each
+// staged just before its blocks run (in buffers of one chunk), each block
 // adding its chunk's sum to its running float32 sum and the last chunk
 // rounding it into out, or, where a chunk has too few blocks for the threads,
 // all at once, each unit writing its partial sum and a second pass adding a
