@@ -307,6 +307,15 @@ inline void transpose_32x32_u16(__m512i r[32]) {
     transpose_rounds<16>(r + 16, 1);
 }
 
+// Whether a tap of `taps` (dilation `dil`, stride `stride`) reads input phase
+// `phase`: (t * dil) % stride == phase for some tap t (a 1x1 stride-2 filter
+// reads one phase of two; unread phases are never staged).
+inline bool phase_read(idx taps, idx dil, idx stride, idx phase) {
+    for (idx t = 0; t < taps; ++t)
+        if ((t * dil) % stride == phase) return true;
+    return false;
+}
+
 // 32 staged columns from j0 of one phase, every group and channel block:
 // column j holds the input pixel at pixel(j) (nullptr: zeros), its channels
 // g * cin_g + ci transposed into rows `pitch` elements apart, dst[(g * ci_pad
@@ -357,9 +366,7 @@ void stage_x_row(const Conv2dAmxFilterGradArgs* a, idx unit) {
     const idx pitch = a->x_row_pixels;
     ExponentScan scan;
     for (idx phase = 0; phase < a->sw; ++phase) {
-        bool read = false;  // whether a tap reads this phase (a 1x1 stride-2 filter: one of two)
-        for (idx kw = 0; kw < a->KW; ++kw) read |= (kw * a->dw) % a->sw == phase;
-        if (!read) continue;
+        if (!phase_read(a->KW, a->dw, a->sw, phase)) continue;
         for (idx j0 = 0; j0 < pitch; j0 += 32)
             stage_x_columns(a, dst + phase * a->G * a->ci_pad * pitch, pitch, j0, [&](idx j) -> const std::uint16_t* {
                 const idx iw = j * a->sw + phase - a->pl;
@@ -391,12 +398,9 @@ void stage_x_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
     const idx pitch = a->x_row_pixels;
     ExponentScan scan;
     for (idx pr = 0; pr < a->sh; ++pr) {
-        bool row_read = false;  // whether a tap reads this row phase
-        for (idx kh = 0; kh < a->KH; ++kh) row_read |= (kh * a->dh) % a->sh == pr;
+        if (!phase_read(a->KH, a->dh, a->sh, pr)) continue;
         for (idx pc = 0; pc < a->sw; ++pc) {
-            bool read = false;
-            for (idx kw = 0; kw < a->KW; ++kw) read |= (kw * a->dw) % a->sw == pc;
-            if (!row_read || !read) continue;
+            if (!phase_read(a->KW, a->dw, a->sw, pc)) continue;
             std::uint16_t* dst = (std::uint16_t*)a->x_staged + (n - a->win_x_first) * a->x_row_elems +
                                  (pr * a->sw + pc) * a->G * a->ci_pad * pitch;
             stage_x_columns(a, dst, pitch, j0, [&](idx j) -> const std::uint16_t* {
@@ -475,13 +479,23 @@ void stage_dy_flat(const Conv2dAmxFilterGradArgs* a, idx unit) {
     });
 }
 
+// Where block `block` sits: its tap (kh, kw), group and 32-channel blocks of
+// input and output channels (blocks run output channels fastest, then input
+// channels, groups, taps).
+struct BlockPlace {
+    idx kh, kw, g, cib, cob;
+};
+inline BlockPlace block_place(const Conv2dAmxFilterGradArgs* a, idx block) {
+    const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
+    const idx tap = block / (co_blocks * ci_blocks * a->G);
+    return {tap / a->KW, tap % a->KW, (block / (co_blocks * ci_blocks)) % a->G, (block / co_blocks) % ci_blocks,
+            block % co_blocks};
+}
+
 // Block `block`'s 32 x 32 float32 sums (rows: input channels) rounded into out.
 void write_block(const Conv2dAmxFilterGradArgs* a, idx block, const float* sum) {
-    const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
-    const idx cob = block % co_blocks, cib = (block / co_blocks) % ci_blocks;
-    const idx g = (block / (co_blocks * ci_blocks)) % a->G, tap = block / (co_blocks * ci_blocks * a->G);
-    const idx kh = tap / a->KW, kw = tap % a->KW;
-    const idx ci0 = cib * 32, co0 = cob * 32;
+    const BlockPlace p = block_place(a, block);
+    const idx kh = p.kh, kw = p.kw, g = p.g, ci0 = p.cib * 32, co0 = p.cob * 32;
     const idx ci_count = a->cin_g - ci0 < 32 ? a->cin_g - ci0 : 32;
     const idx co_count = a->cout_g - co0 < 32 ? a->cout_g - co0 : 32;
     if (ci_count <= 0 || co_count <= 0) return;
@@ -505,10 +519,8 @@ void conv2d_amx_filter_grad_block(const void* args, int, int, idx unit, void* ra
     amx_configure_tiles(raw);
     std::uint16_t* a_copy = (std::uint16_t*)((char*)raw + AMX_CONFIG_BYTES + AMX_RESULT_BYTES);
     const idx chunk = a->sequential ? a->chunk_now : unit / a->blocks, block = a->sequential ? unit : unit % a->blocks;
-    const idx co_blocks = a->co_pad / 32, ci_blocks = a->ci_pad / 32;
-    const idx cob = block % co_blocks, cib = (block / co_blocks) % ci_blocks;
-    const idx g = (block / (co_blocks * ci_blocks)) % a->G, tap = block / (co_blocks * ci_blocks * a->G);
-    const idx kh = tap / a->KW, kw = tap % a->KW;
+    const BlockPlace p = block_place(a, block);
+    const idx kh = p.kh, kw = p.kw, g = p.g, cib = p.cib, cob = p.cob;
     const idx pixels = a->x_row_pixels;
     const idx a_stride = pixels * 2, tiles_per_pair = a->G * a->co_pad / 16;
     const idx first = chunk * a->chunk_rows;
