@@ -68,16 +68,23 @@ struct Conv2dAmxArgs : ConvDims {
     // filter that stays in cache), else one channel block over a run; the units.
     int pixels_outer;
     idx units;
-    // A pointwise, stride-1 call on packed NHWC input whose channels fill whole
-    // chunks: the staged image would be the input itself, so the tiles read it
-    // where it is (staging only scans it for the exactness check); the last
-    // block of each image reads its pixels through a zeroed copy in the
-    // thread's scratch at tail_offset (past the input's end for the last image).
+    // A pointwise, stride-1 call on packed NHWC input: the tiles read the input
+    // where it is (pixel_pitch = Cin), and each block unit scans the pixels it
+    // reads for the exactness check (a second pass over the input cost as much
+    // as the tiles).  Where Cin does not fill the chunks, a pixel's last chunk
+    // reads over_read values of the next pixel, which meet zero weights (the
+    // input must then be finite).  The last block of each image reads its
+    // pixels through a zeroed copy in the thread's scratch at tail_offset
+    // (where its tile rows or over-read pass the image's end).
     int direct;
-    idx tail_offset;  // taps per kernel row (KW, or 1 merged); reduction values per tap
+    idx over_read, tail_offset;
+    // Stage units that stage input rows (the first ones; 0 when direct).
+    idx input_rows;
     void* staged;
     void* packed;
-    unsigned char* least_exponent;  // [stage_units], see conv2d_amx_stage
+    // [stage_units + units]: each stage unit's least exponent (see
+    // conv2d_amx_stage), then each block unit's input (direct only).
+    unsigned char* least_exponent;
 };
 
 // Whether this CPU has AMX-TILE and AMX-BF16, the build holds the code, and
@@ -94,7 +101,10 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads);
 void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch);
 // Whether the staged input and packed filter keep AMX's sums exact (see
 // AMX_EXACT_EXPONENTS): no non-finite or subnormal weight, no subnormal input.
-int conv2d_amx_exact(const Conv2dAmxArgs* a);
+// Direct, the input is scanned by the block units: until they ran
+// (`blocks_ran` 0) only the filter is checked, and a call found inexact after
+// them has written results the caller's kernel must overwrite.
+int conv2d_amx_exact(const Conv2dAmxArgs* a, int blocks_ran);
 void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch);
 
 // Several calls as one (the input gradient's stride phases: the same output
@@ -184,7 +194,7 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     const idx rows_flat = a->OH + (a->KH - 1) * a->dh;
     const idx per_row = a->N * a->OH * computed_pixels(a->OW);
     const idx flat = a->N * computed_pixels(a->OH * row_flat);
-    a->flat = a->sh == 1 && a->sw == 1 && flat < per_row;
+    a->flat = a->sh == 1 && a->sw == 1 && flat <= per_row;  // (ties: one run per image)
     if (a->flat) {
         a->row_pixels = row_flat;
         a->staged_rows = rows_flat;
@@ -198,13 +208,18 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
-    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->Cin == a->pixel_pitch &&
-                a->pt == 0 && a->pl == 0 && a->OH == a->H && a->OW == a->W && a->x.s[3] == 1 &&
-                a->x.s[2] == a->Cin && a->x.s[1] == a->W * a->Cin;
-    if (a->direct) a->image_elems = a->x.s[0];
+    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->pt == 0 && a->pl == 0 &&
+                a->OH == a->H && a->OW == a->W && a->x.s[3] == 1 && a->x.s[2] == a->Cin && a->x.s[1] == a->W * a->Cin;
+    a->over_read = 0;
+    if (a->direct) {
+        a->image_elems = a->x.s[0];
+        a->pixel_pitch = a->Cin;
+        a->over_read = a->group_elems - a->Cin;
+    }
     a->staged_elems = a->direct ? 0 : a->N * a->image_elems;
     a->packed_elems = a->G * a->n_tiles * a->KH * a->row_taps * a->k_chunks * AMX_B_TILE;
-    a->stage_units = a->N * a->staged_rows + a->G * a->KH * a->row_taps * a->n_tiles;
+    a->input_rows = a->direct ? 0 : a->N * a->staged_rows;
+    a->stage_units = a->input_rows + a->G * a->KH * a->row_taps * a->n_tiles;
     a->blocks_per_group = (a->n_tiles + 1) / 2;
     // The order of the work: where the packed filter fits a core's L2 cache
     // (AMX_CACHED_FILTER_BYTES) each pixel block passes through every channel
@@ -222,15 +237,15 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     // taps' A and B addresses and numbers.
     a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + a->KH * a->row_taps * (2 * (idx)sizeof(void*) + (idx)sizeof(idx));
     a->tail_offset = round_up(a->scratch_bytes, 64);
-    if (a->direct) a->scratch_bytes = a->tail_offset + 2 * AMX_TILE_M * a->pixel_pitch * 2;
+    if (a->direct) a->scratch_bytes = a->tail_offset + (2 * AMX_TILE_M * a->pixel_pitch + a->over_read) * 2;
     return 1;
 }
 
-int conv2d_amx_exact(const Conv2dAmxArgs* a) {
+int conv2d_amx_exact(const Conv2dAmxArgs* a, int blocks_ran) {
     int x_least = 255, w_least = 255;
-    const idx rows = a->N * a->staged_rows;
-    for (idx u = 0; u < a->stage_units; ++u) {
-        int& least = u < rows ? x_least : w_least;
+    const idx slots = a->stage_units + (a->direct && blocks_ran ? a->units : 0);
+    for (idx u = 0; u < slots; ++u) {
+        int& least = u < a->input_rows || u >= a->stage_units ? x_least : w_least;
         if (a->least_exponent[u] < least) least = a->least_exponent[u];
     }
     return amx_sums_exact(x_least, w_least);
@@ -301,7 +316,7 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
             }
         }
     }
-    a->least_exponent[a->N * a->staged_rows + u] = scan.result(true);
+    a->least_exponent[a->input_rows + u] = scan.result(true);
 }
 
 // Input row (n, ih) into its staged row: pixel j holds input column j - pl.
@@ -309,17 +324,6 @@ static void conv2d_amx_pack_unit(const Conv2dAmxArgs* a, idx u) {
 // and past the row), so the buffer needs no zeroing first.
 static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     const idx n = row / a->staged_rows, r = row % a->staged_rows, ih = a->first_row + r;
-    if (a->direct) {  // the tiles read the input where it is: only its exponents
-        const std::uint16_t* x = (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1];
-        const idx count = a->W * a->Cin;
-        ExponentScan scan;
-        for (idx e = 0; e < count; e += 32) {
-            const __mmask32 lanes = first_lanes(count - e);
-            scan.add(_mm512_maskz_loadu_epi16(lanes, x + e), lanes);
-        }
-        a->least_exponent[row] = scan.result(false);
-        return;
-    }
     std::uint16_t* dst = (std::uint16_t*)a->staged + n * a->image_elems + r * a->row_pixels * a->pixel_pitch;
     const idx chunk_elems = a->group_elems, pitch = a->pixel_pitch;
     if (a->flat && r == a->staged_rows - 1)  // the slack past the image's last row
@@ -378,10 +382,10 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
 
 void conv2d_amx_stage(const void* args, int, int, idx unit, void*) {
     const Conv2dAmxArgs* a = static_cast<const Conv2dAmxArgs*>(args);
-    if (unit < a->N * a->staged_rows)
+    if (unit < a->input_rows)
         conv2d_amx_stage_row(a, unit);
     else
-        conv2d_amx_pack_unit(a, unit - a->N * a->staged_rows);
+        conv2d_amx_pack_unit(a, unit - a->input_rows);
 }
 
 namespace {
@@ -485,6 +489,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         // tap reads the padded rows (zero where they are padding).
         const idx rp = a->row_pixels, image_pixels = a->OH * rp, items = a->N * a->pixel_blocks;
         const idx begin = items * run / a->row_runs, end = items * (run + 1) / a->row_runs;
+        ExponentScan scan;  // direct: the input values the unit reads
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
@@ -494,10 +499,19 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                     tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
                     tap_of[kh * row_taps + kw] = kh * row_taps + kw;
                 }
-            if (a->direct && pixels < 2 * AMX_TILE_M) {  // (1x1: one tap) the image's last pixels, zero after
+            if (a->direct) {  // (1x1: one tap, contiguous pixels)
+                const idx count = pixels * pitch;
+                for (idx e = 0; e < count; e += 32) {
+                    const __mmask32 lanes = first_lanes(count - e);
+                    scan.add(_mm512_maskz_loadu_epi16(lanes, tap_a[0] + e), lanes);
+                }
+            }
+            if (a->direct && (pixels < 2 * AMX_TILE_M || (a->over_read && m0 + pixels == image_pixels))) {
+                // (1x1: one tap) the image's last pixels, zero after (its last tile rows, the last pixel's over-read)
                 std::uint16_t* tail = (std::uint16_t*)((char*)raw + a->tail_offset);
                 std::memcpy(tail, tap_a[0], (std::size_t)(pixels * pitch) * 2);
-                std::memset(tail + pixels * pitch, 0, (std::size_t)((2 * AMX_TILE_M - pixels) * pitch) * 2);
+                std::memset(tail + pixels * pitch, 0,
+                            (std::size_t)((2 * AMX_TILE_M - pixels) * pitch + a->over_read) * 2);
                 tap_a[0] = tail;
             }
             for (idx block = block_first; block < block_end; ++block) {
@@ -516,6 +530,8 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 }
             }
         }
+        // (Over-read values meet zero weights: then the input must be finite.)
+        if (a->direct) a->least_exponent[a->stage_units + unit] = scan.result(a->over_read > 0);
     } else {
         const idx rows = a->N * a->OH;
         const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;

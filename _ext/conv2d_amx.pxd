@@ -21,7 +21,7 @@ cdef extern from * namespace "cvz" nogil:
     const char* amx_bf16_unusable_reason()
     int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads)
     void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch)
-    int conv2d_amx_exact(const Conv2dAmxArgs* a)
+    int conv2d_amx_exact(const Conv2dAmxArgs* a, int blocks_ran)
     void conv2d_amx_block(const void* args, int isa, int f64, idx unit, void* scratch)
     cdef struct Conv2dAmxBatch:
         const Conv2dAmxArgs* calls

@@ -48,7 +48,13 @@ GEOMETRIES = [
     # Pointwise on 96 and 64 channels: the tiles read the input (the forward
     # pass) and the output gradient (the input gradient) where they are.
     (2, 5, 7, 96, 64, 1, 1, 1, 1, "NHWC", "SAME"),
+    # Pointwise on 40 and 17 channels, read in place too: a pixel's last chunk
+    # reads on into the next pixel (24 values; 1 of an odd count's pair), which
+    # meets zero weights; rows of 32 pixels, where per-row and flat blocks tie.
+    (2, 4, 32, 40, 24, 1, 1, 1, 1, "NHWC", "SAME"),
+    (1, 5, 6, 17, 20, 1, 1, 1, 1, "NHWC", "VALID"),
 ]
+POINTWISE_IN_PLACE = GEOMETRIES[-3:]
 
 
 def _geometry(row):
@@ -362,7 +368,7 @@ def test_tiles_give_the_same_bits_for_any_thread_count(row, rng):
 
 
 @needs_amx
-@pytest.mark.parametrize("row", [GEOMETRIES[0], GEOMETRIES[-1]], ids=["staged", "in place"])
+@pytest.mark.parametrize("row", [GEOMETRIES[0], POINTWISE_IN_PLACE[0]], ids=["staged", "in place"])
 def test_nonfinite_inputs_land_where_the_reference_puts_them(row, rng):
     args = _forward_call(row, rng)
     args[0][0, 4, 5, 3] = np.inf
@@ -376,19 +382,51 @@ def test_nonfinite_inputs_land_where_the_reference_puts_them(row, rng):
 
 
 @needs_amx
+@pytest.mark.parametrize("row", POINTWISE_IN_PLACE, ids=["whole chunks", "over-read", "odd"])
+def test_a_pointwise_forward_reads_its_input_where_it_is(row, monkeypatch, rng):
+    args = _forward_call(row, rng)
+    on = convviz.conv2d(*args)
+    assert _forward.last_ran_on_amx()
+    used = _forward.last_scratch_bytes()
+    convviz.conv2d(np.concatenate([args[0], args[0]]), *args[1:])  # no staged copy of the input: no more scratch
+    assert _forward.last_ran_on_amx() and _forward.last_scratch_bytes() - used < args[0].nbytes // 4
+    off = _without_amx(monkeypatch, convviz.conv2d, *args)
+    exact = reference.conv2d(args[0].astype(np.float64), args[1].astype(np.float64), *args[2:])
+    assert _within_bound(on, exact, reference.conv2d(np.abs(args[0].astype(np.float64)),
+                                                      np.abs(args[1].astype(np.float64)), *args[2:]))
+    assert np.abs(on.astype(np.float64) - off.astype(np.float64)).max() <= np.abs(exact).max() * 2.0**-7
+
+
+@needs_amx
+@pytest.mark.parametrize("row", POINTWISE_IN_PLACE[1:], ids=["over-read", "odd"])
+@pytest.mark.parametrize("where", ["first pixel", "last pixel"])
+def test_a_pointwise_forward_that_reads_on_into_a_nonfinite_input_runs_on_avx512(row, where, monkeypatch, rng):
+    # The value past a pixel's channels meets a zero weight: 0 x inf would be NaN.
+    args = _forward_call(row, rng)
+    args[0][(0, 0, 0, 0) if where == "first pixel" else (-1, -1, -1, -1)] = np.inf
+    on = convviz.conv2d(*args)
+    assert not _forward.last_ran_on_amx()
+    off = _without_amx(monkeypatch, convviz.conv2d, *args)
+    assert np.array_equal(on.view(np.uint16), off.view(np.uint16))
+
+
+@needs_amx
+@pytest.mark.parametrize("row", [GEOMETRIES[1], POINTWISE_IN_PLACE[1]], ids=["staged", "in place"])
 @pytest.mark.parametrize("case", ["subnormal input", "tiny products", "infinite weight", "subnormal weight"])
-def test_where_flushing_could_change_a_sum_the_avx512_kernel_runs(case, monkeypatch, rng):
-    args = _forward_call(GEOMETRIES[1], rng)
+def test_where_flushing_could_change_a_sum_the_avx512_kernel_runs(row, case, monkeypatch, rng):
+    # In place, the input is checked as the tiles read it: the AVX-512 kernel
+    # then overwrites every result the tiles wrote.
+    args = _forward_call(row, rng)
     x, w = args[0], args[1]
     if case == "subnormal input":
-        x[0, 2, 3, 4] = BF16(2.0**-130)
+        x[-1, -1, 3, 4] = BF16(2.0**-130)
     elif case == "tiny products":
         # Normal numbers whose products' float32 sums could fall among the
         # subnormals: 2^-60 x 2^-60 is below 2^-126 (AMX would flush it).
         x *= BF16(2.0**-60)
         w *= BF16(2.0**-60)
     elif case == "infinite weight":
-        w[1, 1, 2, 3] = np.inf
+        w[-1, -1, 2, 3] = np.inf
     else:
         w[0, 0, 0, 0] = BF16(2.0**-131)
     on = convviz.conv2d(*args)

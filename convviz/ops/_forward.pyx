@@ -111,8 +111,9 @@ def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work)
     pad_left, groups)), arrays as ``forward`` takes them (bfloat16 input and
     filter).  Every call's staging in one parallel region, every call's tiles
     in another (the input gradient's stride phases).  Returns the scratch bytes
-    used, or -1 (nothing written) where any call does not suit the tiles (the
-    caller then runs ``forward`` on each)."""
+    used, or -1 where any call does not suit the tiles (the caller then runs
+    ``forward`` on each, which overwrites every output element: a pointwise
+    call may have written results before its input was found inexact)."""
     record_scratch(0)  # (calls that do not suit the tiles ran nothing, and not on AMX)
     used = _forward_amx(calls, y_type, n_threads, min_parallel_work)
     if used >= 0:
@@ -121,8 +122,8 @@ def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work)
 
 
 cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_parallel_work) except -2:
-    """The bfloat16 calls on AMX tiles; the scratch bytes used, or -1 (nothing
-    written) where a shape does not suit the tiles, a weight is non-finite or
+    """The bfloat16 calls on AMX tiles; the scratch bytes used, or -1 (outputs
+    to be overwritten) where a shape does not suit the tiles, a weight is non-finite or
     subnormal, or an input value is too small for AMX's float32 sums to stay
     exact (see _ext/conv2d_amx.cpp)."""
     cdef idx count = len(calls), c, rows = 0
@@ -157,7 +158,7 @@ cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_p
             first[c + 1] = first[c] + args[c].stage_units
             first[count + 1 + c + 1] = first[count + 1 + c] + args[c].units
             scratch_bytes = max(scratch_bytes, <size_t>args[c].scratch_bytes)
-            used += args[c].staged_elems * 2 + args[c].packed_elems * 2 + args[c].stage_units
+            used += args[c].staged_elems * 2 + args[c].packed_elems * 2 + args[c].stage_units + args[c].units
         batch.calls = args
         batch.count = count
         batch.first_stage = first
@@ -166,14 +167,17 @@ cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_p
             # (Staging and packing write every element: no zeroing first.)
             args[c].packed = scratch_alloc_unzeroed(<size_t>args[c].packed_elems * 2)
             args[c].staged = scratch_alloc_unzeroed(<size_t>args[c].staged_elems * 2)
-            args[c].least_exponent = <unsigned char*>scratch_alloc(args[c].stage_units)
+            args[c].least_exponent = <unsigned char*>scratch_alloc(args[c].stage_units + args[c].units)
         # One parallel region stages every call's input rows and packs its filter, one runs the tiles.
         run_units(conv2d_amx_batch_stage, &batch, 0, 0, first[count], threads, 0)
         for c in range(count):
-            if not conv2d_amx_exact(&args[c]):
+            if not conv2d_amx_exact(&args[c], 0):
                 return -1
         used += run_units(conv2d_amx_batch_block, &batch, 0, 0, first[2 * count + 1],
                           min(threads, <int>first[2 * count + 1]), scratch_bytes)
+        for c in range(count):  # (a pointwise call's input is scanned as its tiles read it)
+            if not conv2d_amx_exact(&args[c], 1):
+                return -1
     finally:
         for c in range(count):
             free_aligned(args[c].packed)
