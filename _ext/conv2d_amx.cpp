@@ -68,14 +68,15 @@ struct Conv2dAmxArgs : ConvDims {
     // filter that stays in cache), else one channel block over a run; the units.
     int pixels_outer;
     idx units;
-    // A pointwise, stride-1 call on packed NHWC input: the tiles read the input
-    // where it is (pixel_pitch = Cin), and each block unit scans the pixels it
-    // reads for the exactness check (a second pass over the input cost as much
-    // as the tiles).  Where Cin does not fill the chunks, a pixel's last chunk
-    // reads over_read values of the next pixel, which meet zero weights (the
-    // input must then be finite).  The last block of each image reads its
-    // pixels through a zeroed copy in the thread's scratch at tail_offset
-    // (where its tile rows or over-read pass the image's end).
+    // A pointwise call without padding on NHWC input with packed rows: the
+    // tiles read the input where it is (pixel_pitch = Cin; at stride 2 every
+    // other pixel of every other row, not a staged copy of all of them), and
+    // each block unit scans the values it reads for the exactness check (a
+    // second pass over the input cost as much as the tiles).  Where Cin does
+    // not fill the chunks, a pixel's last chunk reads over_read values of the
+    // next pixel, which meet zero weights (the input must then be finite).
+    // Tiles whose reads would pass an image's end read a copy in the thread's
+    // scratch at tail_offset, zero past it.
     int direct;
     idx over_read, tail_offset;
     // Stage units that stage input rows (the first ones; 0 when direct).
@@ -208,8 +209,9 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
-    a->direct = a->flat && a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->pt == 0 && a->pl == 0 &&
-                a->OH == a->H && a->OW == a->W && a->x.s[3] == 1 && a->x.s[2] == a->Cin && a->x.s[1] == a->W * a->Cin;
+    a->direct = a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->pt == 0 && a->pl == 0 &&
+                (!a->flat || (a->OH == a->H && a->OW == a->W)) && a->x.s[3] == 1 && a->x.s[2] == a->Cin &&
+                a->x.s[1] == a->W * a->Cin;
     a->over_read = 0;
     if (a->direct) {
         a->image_elems = a->x.s[0];
@@ -237,7 +239,7 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
     // taps' A and B addresses and numbers.
     a->scratch_bytes = AMX_CONFIG_BYTES + AMX_RESULT_BYTES + a->KH * a->row_taps * (2 * (idx)sizeof(void*) + (idx)sizeof(idx));
     a->tail_offset = round_up(a->scratch_bytes, 64);
-    if (a->direct) a->scratch_bytes = a->tail_offset + (2 * AMX_TILE_M * a->pixel_pitch + a->over_read) * 2;
+    if (a->direct) a->scratch_bytes = a->tail_offset + (2 * AMX_TILE_M * a->sw * a->pixel_pitch + a->group_elems) * 2;
     return 1;
 }
 
@@ -343,10 +345,13 @@ static void conv2d_amx_stage_row(const Conv2dAmxArgs* a, idx row) {
     std::memset(dst + last * pitch, 0, (std::size_t)((a->row_pixels - last) * pitch) * 2);
     ExponentScan scan;
     if (a->merged) {  // unpadded pixels of Cin values
-        for (idx j = first; j < last; ++j) {
-            const std::uint16_t* px = x + (j - a->pl) * a->x.s[2];
-            for (idx c = 0; c < a->Cin; ++c) dst[j * pitch + c] = px[c * a->x.s[3]];
-        }
+        if (a->x.s[3] == 1 && a->x.s[2] == a->Cin)  // (contiguous NHWC: the row's values as they are)
+            std::memcpy(dst + first * pitch, x + (first - a->pl) * a->Cin, (std::size_t)((last - first) * pitch) * 2);
+        else
+            for (idx j = first; j < last; ++j) {
+                const std::uint16_t* px = x + (j - a->pl) * a->x.s[2];
+                for (idx c = 0; c < a->Cin; ++c) dst[j * pitch + c] = px[c * a->x.s[3]];
+            }
         for (idx e = first * pitch; e < last * pitch; e += 32) {
             const __mmask32 lanes = first_lanes(last * pitch - e);
             scan.add(_mm512_maskz_loadu_epi16(lanes, dst + e), lanes);
@@ -484,6 +489,34 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
         *y_channel = (g * a->cout_g + c0) * a->y.s[3];
         return a->cout_g - c0 < nt * AMX_TILE_N ? a->cout_g - c0 : nt * AMX_TILE_N;
     };
+    // Direct (1x1): the A rows of `pixels` output pixels, sw pixels apart from
+    // `src`, read in place or, where the tiles would read past the image's
+    // end, through a copy that is zero past it; the values each pixel's tile
+    // row reads (its over-read included) go into `scan`.
+    auto direct_rows = [&](const std::uint16_t* src, idx pixels, const std::uint16_t* image_end,
+                           ExponentScan* scan) -> const std::uint16_t* {
+        const idx step = a->sw * pitch, loaded = pixels > AMX_TILE_M ? 2 * AMX_TILE_M : AMX_TILE_M;
+        const idx reach = (loaded - 1) * step + a->group_elems;
+        const std::uint16_t* rows = src;
+        if (src + reach > image_end) {
+            std::uint16_t* tail = (std::uint16_t*)((char*)raw + a->tail_offset);
+            const idx have = image_end - src;
+            std::memcpy(tail, src, (std::size_t)have * 2);
+            std::memset(tail + have, 0, (std::size_t)(reach - have) * 2);
+            rows = tail;
+        }
+        auto scan_span = [&](const std::uint16_t* p, idx count) {
+            for (idx e = 0; e < count; e += 32) {
+                const __mmask32 lanes = first_lanes(count - e);
+                scan->add(_mm512_maskz_loadu_epi16(lanes, p + e), lanes);
+            }
+        };
+        if (a->sw == 1)
+            scan_span(rows, (pixels - 1) * step + a->group_elems);
+        else
+            for (idx p = 0; p < pixels; ++p) scan_span(rows + p * step, a->group_elems);
+        return rows;
+    };
     if (a->flat) {
         // Blocks of 32 output pixels m = oh * row_pixels + ow of an image; every
         // tap reads the padded rows (zero where they are padding).
@@ -499,21 +532,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                     tap_a[kh * row_taps + kw] = image + (m0 + kh * a->dh * rp + kw * a->dw) * pitch;
                     tap_of[kh * row_taps + kw] = kh * row_taps + kw;
                 }
-            if (a->direct) {  // (1x1: one tap, contiguous pixels)
-                const idx count = pixels * pitch;
-                for (idx e = 0; e < count; e += 32) {
-                    const __mmask32 lanes = first_lanes(count - e);
-                    scan.add(_mm512_maskz_loadu_epi16(lanes, tap_a[0] + e), lanes);
-                }
-            }
-            if (a->direct && (pixels < 2 * AMX_TILE_M || (a->over_read && m0 + pixels == image_pixels))) {
-                // (1x1: one tap) the image's last pixels, zero after (its last tile rows, the last pixel's over-read)
-                std::uint16_t* tail = (std::uint16_t*)((char*)raw + a->tail_offset);
-                std::memcpy(tail, tap_a[0], (std::size_t)(pixels * pitch) * 2);
-                std::memset(tail + pixels * pitch, 0,
-                            (std::size_t)((2 * AMX_TILE_M - pixels) * pitch + a->over_read) * 2);
-                tap_a[0] = tail;
-            }
+            if (a->direct) tap_a[0] = direct_rows(tap_a[0], pixels, image + image_pixels * pitch, &scan);
             for (idx block = block_first; block < block_end; ++block) {
                 idx y_channel;
                 const idx channels = compute(block, taps, pixels, &y_channel);
@@ -530,9 +549,9 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 }
             }
         }
-        // (Over-read values meet zero weights: then the input must be finite.)
         if (a->direct) a->least_exponent[a->stage_units + unit] = scan.result(a->over_read > 0);
     } else {
+        ExponentScan scan;
         const idx rows = a->N * a->OH;
         const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
         for (idx row = row_begin; row < row_end; ++row) {
@@ -541,7 +560,8 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
             for (idx kh = 0; kh < a->KH; ++kh) {
                 const idx ih = oh * a->sh - a->pt + kh * a->dh;
                 if (ih < 0 || ih >= a->H) continue;  // a kernel row in the padding adds nothing
-                const std::uint16_t* in_row = staged + n * a->image_elems + ih * a->row_pixels * pitch;
+                const std::uint16_t* in_row = a->direct ? (const std::uint16_t*)a->x.data + n * a->x.s[0] + ih * a->x.s[1]
+                                                        : staged + n * a->image_elems + ih * a->row_pixels * pitch;
                 for (idx kw = 0; kw < row_taps; ++kw) {
                     tap_a[n_taps] = in_row + kw * a->dw * pitch;
                     tap_of[n_taps] = kh * row_taps + kw;
@@ -552,14 +572,20 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
                 const idx shift = ow0 * a->sw * pitch;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
+                const std::uint16_t* in_place = tap_a[0];
+                if (a->direct)  // (1x1: one tap)
+                    tap_a[0] = direct_rows(in_place, pixels,
+                                           (const std::uint16_t*)a->x.data + n * a->x.s[0] + a->H * a->x.s[1], &scan);
                 for (idx block = block_first; block < block_end; ++block) {
                     idx y_channel;
                     const idx channels = compute(block, n_taps, pixels, &y_channel);
                     amx_store(a, n * a->y.s[0] + oh * a->y.s[1] + ow0 * a->y.s[2] + y_channel, pixels, channels, c);
                 }
+                tap_a[0] = in_place;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
             }
         }
+        if (a->direct) a->least_exponent[a->stage_units + unit] = scan.result(a->over_read > 0);
     }
     _tile_release();
 }

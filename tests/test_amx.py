@@ -53,8 +53,10 @@ GEOMETRIES = [
     # meets zero weights; rows of 32 pixels, where per-row and flat blocks tie.
     (2, 4, 32, 40, 24, 1, 1, 1, 1, "NHWC", "SAME"),
     (1, 5, 6, 17, 20, 1, 1, 1, 1, "NHWC", "VALID"),
+    # Pointwise at stride 2, odd sizes: every other pixel of every other row read in place.
+    (2, 9, 11, 40, 24, 1, 2, 1, 1, "NHWC", "SAME"),
 ]
-POINTWISE_IN_PLACE = GEOMETRIES[-3:]
+POINTWISE_IN_PLACE = GEOMETRIES[-4:]
 
 
 def _geometry(row):
@@ -382,7 +384,7 @@ def test_nonfinite_inputs_land_where_the_reference_puts_them(row, rng):
 
 
 @needs_amx
-@pytest.mark.parametrize("row", POINTWISE_IN_PLACE, ids=["whole chunks", "over-read", "odd"])
+@pytest.mark.parametrize("row", POINTWISE_IN_PLACE, ids=["whole chunks", "over-read", "odd", "stride 2"])
 def test_a_pointwise_forward_reads_its_input_where_it_is(row, monkeypatch, rng):
     args = _forward_call(row, rng)
     on = convviz.conv2d(*args)
@@ -398,7 +400,7 @@ def test_a_pointwise_forward_reads_its_input_where_it_is(row, monkeypatch, rng):
 
 
 @needs_amx
-@pytest.mark.parametrize("row", POINTWISE_IN_PLACE[1:], ids=["over-read", "odd"])
+@pytest.mark.parametrize("row", POINTWISE_IN_PLACE[1:], ids=["over-read", "odd", "stride 2"])
 @pytest.mark.parametrize("where", ["first pixel", "last pixel"])
 def test_a_pointwise_forward_that_reads_on_into_a_nonfinite_input_runs_on_avx512(row, where, monkeypatch, rng):
     # The value past a pixel's channels meets a zero weight: 0 x inf would be NaN.
