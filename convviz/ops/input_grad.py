@@ -166,7 +166,9 @@ def _phase_calls(route: Route, plan: cpu.ConvPlan, filt: np.ndarray, dy: np.ndar
     kernel's window); the cells no tap reaches are zeroed first."""
     w = _transposed_filter(filt, plan.ints[-1])
     if route.zeros:  # cells no tap reaches (a 1x1 filter at stride 2: three of four): one fill
-        dx.fill(0)
+        # (Through an unsigned view: zero bits are +0 in every type, and ml_dtypes
+        # fills bfloat16 value by value, 40% of a batch-8 1x1 stride-2 gradient.)
+        dx.view(np.dtype(f"u{dx.itemsize}")).fill(0)
     return [(dy[:, dy_rows, dy_cols], w[taps_h, taps_w], dx[:, rows, cols], window)
             for rows, cols, dy_rows, dy_cols, taps_h, taps_w, window in route.phases]
 
