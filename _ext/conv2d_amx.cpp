@@ -572,7 +572,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
                 const idx shift = ow0 * a->sw * pitch;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
-                const std::uint16_t* in_place = tap_a[0];
+                const std::uint16_t* in_place = a->direct ? tap_a[0] : nullptr;
                 if (a->direct)  // (1x1: one tap)
                     tap_a[0] = direct_rows(in_place, pixels,
                                            (const std::uint16_t*)a->x.data + n * a->x.s[0] + a->H * a->x.s[1], &scan);
@@ -581,7 +581,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                     const idx channels = compute(block, n_taps, pixels, &y_channel);
                     amx_store(a, n * a->y.s[0] + oh * a->y.s[1] + ow0 * a->y.s[2] + y_channel, pixels, channels, c);
                 }
-                tap_a[0] = in_place;
+                if (a->direct) tap_a[0] = in_place;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
             }
         }
