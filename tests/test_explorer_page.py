@@ -66,6 +66,12 @@ SUM_JS = """() => { const s = document.querySelector('[data-role="sum"]');
            title: document.querySelector(".cvz-focus-title").textContent,
            note: document.querySelector(".cvz-note").textContent }; }"""
 
+PRODUCTS_JS = """() => { const el = document.querySelector('[data-role="products"]');
+  return { hidden: el.hidden, lines: [...el.querySelectorAll(".cvz-product")].map((e) => e.textContent),
+           fonts: [...el.querySelectorAll(".cvz-product")].map((e) => parseFloat(getComputedStyle(e).fontSize)),
+           labels: [...document.querySelectorAll("[data-product]")].map((e) => [e.getBoundingClientRect().width,
+             parseFloat(getComputedStyle(e, "::after").fontSize)]) }; }"""
+
 COLORS_JS = """() => [...document.querySelectorAll("[data-panel]")].filter(
     (e) => e.dataset.value !== undefined || e.textContent.trim() !== "").map((e) => {
   const s = getComputedStyle(e);
@@ -300,11 +306,53 @@ def test_hovering_a_dy_cell_lights_the_dx_cells_convviz_geometry_names(pages):
             assert lit(got, "cvz-in", "w") == {(kh, kw) for kh in range(kh_n) for kw in range(kw_n)}
             for c in got:
                 if c["panel"] == "dx" and "cvz-target" in c["classes"]:
-                    assert product_value(c["product"]) == expected[(c["row"], c["col"])], c
+                    if c["product"] is not None:  # (written on cells of 32 px or more)
+                        assert product_value(c["product"]) == expected[(c["row"], c["col"])], c
                     assert c["pad"] == g.is_padding((c["row"], c["col"]))
                 else:
                     assert c["product"] is None, c
+            listed = {}  # the info panel's lines: "dx[i,j] += a·b = product"
+            for line in page.evaluate(PRODUCTS_JS)["lines"]:
+                name, rest = line.split(" += ")
+                i, j = (int(v.replace("\u2212", "-")) for v in name[3:-1].split(","))
+                listed[(i, j)] = product_value(rest.split(" = ")[1].replace(" (dropped)", ""))
+                assert line.endswith("(dropped)") == g.is_padding((i, j)), line
+            assert listed == expected, (oh, ow)
     assert landed_on_padding > 0  # the setting does send products onto padding
+    pages.check_offline()
+
+
+
+
+
+@pytest.mark.parametrize("size", ["small cells", "large cells", "channels"])
+def test_a_given_cells_products_are_listed_and_never_drawn_under_13_px(pages, size):
+    # A 24x24 input draws 24 px cells: a label of 0.72 of the number's font would be 10 px
+    # there, under the back row's 10 pt, so the products go to the info panel only; a 5x5
+    # input's cells are large enough for them on the cells as well.  Channels: 18
+    # products, 12 listed and how many more.
+    small, k, ch = {"small cells": (24, 1, 1), "large cells": (5, 3, 1), "channels": (16, 3, 2)}[size]
+    p = setting(op="conv2d_backprop_input", input_h=small, input_w=small, kernel_h=k, kernel_w=k, padding="SAME",
+                in_channels=ch, out_channels=ch, seed=3)
+    page = open_setting(pages, p)
+    cell = sel("dy", 2, 2, 0 if ch > 1 else None)
+    page.hover(cell)
+    got = page.evaluate(PRODUCTS_JS)
+    assert not got["hidden"] and got["lines"] and min(got["fonts"]) >= 13
+    n_terms = k * k * ch
+    assert len(got["lines"]) == min(n_terms, 12) + (n_terms > 12)
+    if n_terms > 12:
+        assert got["lines"][-1] == f"\u2026 ({n_terms - 12} more)"
+    hovered = float(page.locator(cell).get_attribute("data-value"))
+    for line in got["lines"][:min(n_terms, 12)]:  # "dx[...] += a\u00b7b = product": a is the hovered value
+        factors, product = line.split(" += ")[1].split(" = ")
+        a, b = (product_value(v.strip("()")) for v in factors.split("\u00b7"))
+        assert a == hovered and product_value(product.replace(" (dropped)", "")) == a * b, line
+    assert all(width >= 32 and font >= 13 for width, font in got["labels"])
+    if size == "small cells":
+        assert page.locator(sel("dx", 2, 2)).bounding_box()["width"] < 32 and got["labels"] == []
+    if size == "large cells":
+        assert len(got["labels"]) == 9
     pages.check_offline()
 
 

@@ -30,6 +30,10 @@ function panelTitle(op, panel) {
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const MAX_SHOWN_TERMS = 12;
 const MAX_PRODUCT_LABELS = 64;
+// Product labels go on cells at least this wide: their font (0.72 of the number's) is then
+// 13 px (10 pt, VISUAL.md) or more beside the number; the info panel lists them always.
+const PRODUCT_LABEL_CELL = 32;
+const MAX_SHOWN_PRODUCTS = 12; // lines of a scatter's products in the info panel
 const WIDE = 1000; // px: from here on the info column stands beside the panels (see explorer.css)
 const INFO_WIDTH = 330;
 const MIN_FONT = 13; // px (10 pt): no number on a cell is drawn smaller, the back row's limit (VISUAL.md)
@@ -180,6 +184,7 @@ class ExplorerView {
           </div>
           <div class="cvz-focus-title" aria-live="polite"></div>
           <div class="cvz-sum" data-role="sum" data-value=""></div>
+          <div class="cvz-sum cvz-products" data-role="products" hidden></div>
           <div class="cvz-note"></div>
           <div class="cvz-hint">Hover or tab to a number to see where it comes from. Click or Enter pins it;
             arrow keys move; Escape clears.</div>
@@ -205,6 +210,7 @@ class ExplorerView {
     this.q = (sel) => root.querySelector(sel);
     this.panelsEl = this.q(".cvz-panels");
     this.sumEl = this.q('[data-role="sum"]');
+    this.productsEl = this.q('[data-role="products"]');
     this.controls = {};
     for (const input of root.querySelectorAll("[name]")) this.controls[input.name] = input;
     for (const [name, input] of Object.entries(this.controls)) {
@@ -551,6 +557,7 @@ class ExplorerView {
     for (const [panel, state] of this.panelState || []) {
       const widest = this.widestLabel(panel);
       const size = Math.max(this.size, Math.ceil(widest) + CELL_MARGIN);
+      state.cellSize = size; // (product labels only on cells wide enough for them)
       const long = Math.max(MIN_FONT, Math.min(cellFont(size), Math.floor(MIN_FONT * (size - CELL_MARGIN) / Math.max(widest, 1))));
       const fit = `${size}|${long}`;
       if (state.fit === fit) continue;
@@ -1281,16 +1288,26 @@ class ExplorerView {
     this.sumEl.hidden = !sum;
     this.sumEl.dataset.value = sum ? core.exactNumber(sum.value) : "";
     this.sumEl.innerHTML = sum ? this.sumHtml(sum) : "";
+    const scatter = info && info.products;
+    this.productsEl.hidden = !scatter;
+    this.productsEl.innerHTML = scatter ? this.productsHtml(scatter) : "";
     this.markPlanes(info ? info.lit : []);
     this.markConvolution(a, info ? info.lit : []);
     if (!info) return apply();
     if (this.onePlane && a.panel) this.followPin(a, info.lit);
     // Products are written on the targets while they are few enough to read (a dy cell's
     // scatter); a tap lights a whole lattice, and writing hundreds of labels costs a layout.
+    // Only on cells wide enough for a label of 13 px beside the number (the info panel
+    // lists every product whatever the cells' size).
     const products = info.lit.filter((h) => h.product !== undefined).length <= MAX_PRODUCT_LABELS;
+    const wide = (panel) => {
+      const state = this.panelState && this.panelState.get(panel);
+      return ((state && state.cellSize) || this.size) >= PRODUCT_LABEL_CELL;
+    };
     for (const h of info.lit) {
       const el = mark(h, h.cls);
-      if (el && products && h.product !== undefined && this.practiceState(h.panel, h.a || 0, h.b || 0, h.r, h.c) !== "hidden")
+      if (el && products && h.product !== undefined && wide(h.panel) &&
+          this.practiceState(h.panel, h.a || 0, h.b || 0, h.r, h.c) !== "hidden")
         labels.set(el, (h.product < 0 ? "" : "+") + core.formatNumber(h.product));
     }
     if (a.panel) mark(a, "cvz-source-cell");
@@ -1336,6 +1353,24 @@ class ExplorerView {
     }
     return `<div class="cvz-sum-lhs">${esc(sum.lhs)} =</div>${body}` +
       `<div class="cvz-sum-value">= <b>${esc(core.formatNumber(sum.value))}</b></div>`;
+  }
+
+  // A given cell's scatter: each product and the result cell it lands on, one a line
+  // (those that land on padding or cropped cells marked dropped).
+  productLines(scatter) {
+    const f = (v) => (v < 0 ? `(${core.formatNumber(v)})` : core.formatNumber(v));
+    const lines = scatter.list.slice(0, MAX_SHOWN_PRODUCTS).map((p) =>
+      `${this.cellName(p.panel, p.a, p.b, p.r, p.c)} += ${f(scatter.value)}\u00b7${f(p.other)} = ` +
+      `${core.formatNumber(p.product)}${p.dropped ? " (dropped)" : ""}`);
+    const more = scatter.list.length - MAX_SHOWN_PRODUCTS;
+    if (more > 0) lines.push(`\u2026 (${more} more)`);
+    return lines;
+  }
+
+  productsHtml(scatter) {
+    const n = scatter.list.length;
+    return `<div class="cvz-sum-count">${n} product${n === 1 ? "" : "s"}, ${esc(scatter.from)}\u00b7${esc(scatter.by)}</div>` +
+      this.productLines(scatter).map((line) => `<div class="cvz-product">${esc(line)}</div>`).join("");
   }
 
   value(panel, r, c, b = 0, a = 0) {
@@ -1395,20 +1430,25 @@ class ExplorerView {
     // a given cell: each link multiplies it by one cell of the other given tensor into one result cell
     const other = rec.given.find((r) => r !== role);
     let dropped = 0;
-    const targets = new Set();
+    const targets = new Set(), list = [];
     for (const link of links) {
-      const product = v * valueAt(link, other); // 0 where the other factor is padding
+      const w = valueAt(link, other), product = v * w; // 0 where the other factor is padding
+      const target = cellOf(link, rec.result, "cvz-target", { product });
       lit.push(cellOf(link, other, "cvz-in"));
-      lit.push(cellOf(link, rec.result, "cvz-target", { product }));
-      if (link.pad && rec.result === "input") dropped++;
+      lit.push(target);
+      const drop = Boolean(link.pad && rec.result === "input");
+      if (drop) dropped++;
       else targets.add(link[rec.result].join(","));
+      list.push({ panel: target.panel, a: target.a, b: target.b, r: target.r, c: target.c, other: w, product, dropped: drop });
     }
     const resultSym = PANEL_SYMBOL[panelOf[rec.result]];
     const notes = [];
-    if (links.length) notes.push(`Each lit ${resultSym} cell gets ${PANEL_SYMBOL[f.panel]}\u00b7${PANEL_SYMBOL[panelOf[other]]} from it (written on the cell).`);
+    if (links.length) notes.push(`Each lit ${resultSym} cell gets ${PANEL_SYMBOL[f.panel]}\u00b7${PANEL_SYMBOL[panelOf[other]]} from it (listed above; on the cells too where they are wide enough).`);
     if (dropped) notes.push(`${dropped} of the products land on ${rec.transposed ? "cropped rows or columns" : "padding"} and are dropped.`);
     if (!links.length && role === "input") notes.push(lostNote());
-    return { title: `${head} reaches ${targets.size} ${resultSym} cell${targets.size === 1 ? "" : "s"}`, lit, note: notes.join(" ") };
+    const products = links.length ? { value: v, from: PANEL_SYMBOL[f.panel], by: PANEL_SYMBOL[panelOf[other]], list } : null;
+    return { title: `${head} reaches ${targets.size} ${resultSym} cell${targets.size === 1 ? "" : "s"}`, lit, note: notes.join(" "),
+             products };
   }
 
   // -- slides: what is on screen as an SVG (and a PNG drawn from it), offline ---------
@@ -1541,6 +1581,8 @@ class ExplorerView {
         for (const t of sum.terms.slice(0, 12)) lines.push([`${name(t.a)}\u00b7${name(t.b)} = ${f(t.va)}\u00b7${f(t.vb)}`, 16, "400"]);
         if (sum.terms.length > 12) lines.push([`+ \u2026 (${sum.terms.length - 12} more)`, 16, "400"]);
         lines.push([`= ${core.formatNumber(sum.value)}`, 24, "700"]);
+      } else if (this.info.products) {
+        for (const line of this.productLines(this.info.products)) lines.push([line, 16, "400"]);
       } else if (this.info.note) lines.push([this.info.note, 16, "400"]);
     } else lines.push(["Point at a number to see the cells and the sum that make it.", 16, "400"]);
     for (const [str, size, weight] of lines)
