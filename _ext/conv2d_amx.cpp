@@ -16,11 +16,13 @@
 //
 // AMX treats subnormal inputs as zero and flushes subnormal results.  The
 // filter's pack records the smallest exponent among its nonzero weights and
-// staging checks every input value against the bound that keeps every product
+// staging (or, where the tiles read the input in place, the block units as they
+// read it) checks every input value against the bound that keeps every product
 // and partial sum a multiple of 2^-126 (zero or normal: see AMX_EXACT_EXPONENTS);
 // a call outside it, or with a non-finite weight (whose products with the
-// padding's zeros the exact border path of conv2d_forward.cpp must skip),
-// returns to the AVX-512 kernel.
+// padding's zeros the exact border path of conv2d_forward.cpp must skip), or a
+// non-finite input value a tile reads past a pixel's channels (it meets zero
+// weights), returns to the AVX-512 kernel.
 #ifndef CVZ_CONV2D_AMX_INTERFACE
 #define CVZ_CONV2D_AMX_INTERFACE
 
@@ -34,7 +36,7 @@ struct Conv2dAmxArgs : ConvDims {
     Tensor y;
     // Filled in by conv2d_amx_prepare: the reduction chunks of 32 channels per
     // tap (cin_g rounded up), tiles of 16 output channels per group, a staged
-    // pixel's elements (G * k_chunks * 32), a staged row's pixels (what the
+    // pixel's elements (G * k_chunks * 32; Cin where read in place), a staged row's pixels (what the
     // last 16-pixel tile reads, past the row's end included), the elements of
     // `staged` ([N * H][row_pixels][pixel_pitch]) and
     // `packed` ([G][n_tiles][KH * KW][k_chunks] tiles of 16 pairs x 16
@@ -43,14 +45,15 @@ struct Conv2dAmxArgs : ConvDims {
     // per block, the per-thread scratch bytes.
     idx k_chunks, n_tiles, pixel_pitch, row_pixels, staged_elems, packed_elems, stage_units;
     idx blocks_per_group, row_runs, scratch_bytes;
-    // Stride 1 where it wastes less: the output pixels of an image in one run,
+    // Stride 1 where it wastes no more: the output pixels of an image in one run,
     // m = oh * row_pixels + ow (ow >= OW: computed, never stored), so a tile
     // spans output rows (a 7-pixel row fills 7 of 16 tile rows alone).  Then
     // staged rows are every padded input row the taps read (padding rows
     // zero), contiguous, and the tiles' A rows are pixel_pitch apart.
     int flat;
     // Staged rows per image, the input row of staged row 0 (-pt when flat),
-    // elements per staged image (with 32 pixels of slack when flat), tile
+    // elements per staged image (with 32 pixels of slack when flat; the input's
+    // batch stride where read in place), tile
     // blocks of 32 output pixels per image (flat) or per row.
     idx staged_rows, first_row, image_elems, pixel_blocks;
     // Fewer than 16 input channels (a 3-channel stem), no groups, no column
@@ -96,12 +99,14 @@ const char* amx_bf16_unusable_reason();
 // Sizes for the call; 0 when the shape does not suit the tiles (the caller
 // runs the AVX-512 kernel).  `threads` only sets the row runs.
 int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads);
-// Stage input row `unit` (= n * H + ih) for units below N * H, pack the
-// filter's (group, 16 channels, tap) unit - N * H above (a UnitFn of _cvz.pxd;
-// no scratch): each records the least exponent it saw in least_exponent[unit].
+// Stage input row `unit` (= n * staged_rows + r) for units below input_rows
+// (none where the tiles read the input in place), pack the filter's (group, 16
+// channels, tap) unit - input_rows above (a UnitFn of _cvz.pxd; no scratch):
+// each records the least exponent it saw in least_exponent[unit].
 void conv2d_amx_stage(const void* args, int isa, int f64, idx unit, void* scratch);
 // Whether the staged input and packed filter keep AMX's sums exact (see
-// AMX_EXACT_EXPONENTS): no non-finite or subnormal weight, no subnormal input.
+// AMX_EXACT_EXPONENTS): no non-finite or subnormal weight, no subnormal input,
+// no non-finite input where tiles read past a pixel's channels.
 // Direct, the input is scanned by the block units: until they ran
 // (`blocks_ran` 0) only the filter is checked, and a call found inexact after
 // them has written results the caller's kernel must overwrite.
@@ -209,9 +214,11 @@ int conv2d_amx_prepare(Conv2dAmxArgs* a, int threads) {
         a->image_elems = a->H * a->row_pixels * a->pixel_pitch;
         a->pixel_blocks = 1;
     }
+    // (Every output pixel reads an input pixel: explicit bottom or right pads
+    // would have it read the next row's, or nothing.)
     a->direct = a->KH == 1 && a->KW == 1 && a->G == 1 && !a->merged && a->pt == 0 && a->pl == 0 &&
-                (!a->flat || (a->OH == a->H && a->OW == a->W)) && a->x.s[3] == 1 && a->x.s[2] == a->Cin &&
-                a->x.s[1] == a->W * a->Cin;
+                (a->OH - 1) * a->sh < a->H && (a->OW - 1) * a->sw < a->W && (!a->flat || a->OW == a->W) &&
+                a->x.s[3] == 1 && a->x.s[2] == a->Cin && a->x.s[1] == a->W * a->Cin;
     a->over_read = 0;
     if (a->direct) {
         a->image_elems = a->x.s[0];
@@ -572,8 +579,9 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 const idx pixels = a->OW - ow0 < 2 * AMX_TILE_M ? a->OW - ow0 : 2 * AMX_TILE_M;
                 const idx shift = ow0 * a->sw * pitch;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] += shift;
-                const std::uint16_t* in_place = a->direct ? tap_a[0] : nullptr;
-                if (a->direct)  // (1x1: one tap)
+                const bool in_place_rows = a->direct && n_taps > 0;  // (1x1: one tap)
+                const std::uint16_t* in_place = in_place_rows ? tap_a[0] : nullptr;
+                if (in_place_rows)
                     tap_a[0] = direct_rows(in_place, pixels,
                                            (const std::uint16_t*)a->x.data + n * a->x.s[0] + a->H * a->x.s[1], &scan);
                 for (idx block = block_first; block < block_end; ++block) {
@@ -581,7 +589,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                     const idx channels = compute(block, n_taps, pixels, &y_channel);
                     amx_store(a, n * a->y.s[0] + oh * a->y.s[1] + ow0 * a->y.s[2] + y_channel, pixels, channels, c);
                 }
-                if (a->direct) tap_a[0] = in_place;
+                if (in_place_rows) tap_a[0] = in_place;
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
             }
         }

@@ -400,12 +400,33 @@ def test_a_pointwise_forward_reads_its_input_where_it_is(row, monkeypatch, rng):
 
 
 @needs_amx
+@pytest.mark.parametrize("pads", [(0, 1, 0, 1), (0, 1, 0, 0), (0, 0, 0, 1)])
+def test_a_pointwise_forward_with_bottom_or_right_pads_is_the_reference(pads, monkeypatch, rng):
+    # Stride 2 and an explicit bottom or right pad: the last output row or column
+    # reads padding, not the next input row (nor nothing at all).
+    x = rng.standard_normal((2, 8, 8, 32)).astype(BF16)
+    w = rng.standard_normal((1, 1, 32, 32)).astype(BF16)
+    args = [x, w, [1, 2, 2, 1], "EXPLICIT"]
+    kwargs = {"explicit_paddings": [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0]}
+    on = convviz.conv2d(*args, **kwargs)
+    exact = reference.conv2d(x.astype(np.float64), w.astype(np.float64), *args[2:], **kwargs)
+    magnitude = reference.conv2d(np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)), *args[2:], **kwargs)
+    assert on.shape == exact.shape and _within_bound(on, exact, magnitude)
+    off = _without_amx(monkeypatch, convviz.conv2d, *args, **kwargs)
+    assert np.array_equal(on.view(np.uint16), off.view(np.uint16))  # (zeros and one-term sums: exact either way)
+
+
+@needs_amx
 @pytest.mark.parametrize("row", POINTWISE_IN_PLACE[1:], ids=["over-read", "odd", "stride 2"])
-@pytest.mark.parametrize("where", ["first pixel", "last pixel"])
+@pytest.mark.parametrize("where", ["first pixel", "last pixel", "read past only"])
 def test_a_pointwise_forward_that_reads_on_into_a_nonfinite_input_runs_on_avx512(row, where, monkeypatch, rng):
     # The value past a pixel's channels meets a zero weight: 0 x inf would be NaN.
+    # "read past only": at stride 2 the second pixel of a row is read by no output
+    # pixel, only by the first one's last chunk reading on.
+    if where == "read past only" and row[6] == 1:
+        pytest.skip("every pixel is read at stride 1")
     args = _forward_call(row, rng)
-    args[0][(0, 0, 0, 0) if where == "first pixel" else (-1, -1, -1, -1)] = np.inf
+    args[0][{"first pixel": (0, 0, 0, 0), "last pixel": (-1, -1, -1, -1), "read past only": (0, 0, 1, 0)}[where]] = np.inf
     on = convviz.conv2d(*args)
     assert not _forward.last_ran_on_amx()
     off = _without_amx(monkeypatch, convviz.conv2d, *args)

@@ -124,8 +124,9 @@ def forward_amx(list calls, int y_type, int n_threads, double min_parallel_work)
 cdef Py_ssize_t _forward_amx(list calls, int y_type, int n_threads, double min_parallel_work) except -2:
     """The bfloat16 calls on AMX tiles; the scratch bytes used, or -1 (outputs
     to be overwritten) where a shape does not suit the tiles, a weight is non-finite or
-    subnormal, or an input value is too small for AMX's float32 sums to stay
-    exact (see _ext/conv2d_amx.cpp)."""
+    subnormal, an input value is too small for AMX's float32 sums to stay
+    exact, or a non-finite input value is read past a pixel's channels, where
+    it meets zero weights (see _ext/conv2d_amx.cpp)."""
     cdef idx count = len(calls), c, rows = 0
     cdef double work = 0
     cdef Conv2dAmxArgs* args = NULL
