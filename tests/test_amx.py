@@ -400,6 +400,24 @@ def test_a_pointwise_forward_reads_its_input_where_it_is(row, monkeypatch, rng):
 
 
 @needs_amx
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_pointwise_filter_too_big_for_the_cache_still_has_its_input_checked(stride, monkeypatch, rng):
+    # 640 -> 1024 channels (1.25 MiB packed): each channel block over runs of rows, the
+    # first block's units scanning what they read; a subnormal in the last image's last
+    # pixel sends the call to AVX-512.
+    x = rng.standard_normal((2, 4, 6, 640)).astype(BF16)
+    w = (0.1 * rng.standard_normal((1, 1, 640, 1024))).astype(BF16)
+    args = [x, w, [1, stride, stride, 1], "VALID"]
+    convviz.conv2d(*args)
+    assert _forward.last_ran_on_amx()
+    x[-1, -2 if stride == 2 else -1, -2 if stride == 2 else -1, 600] = BF16(2.0**-130)
+    on = convviz.conv2d(*args)
+    assert not _forward.last_ran_on_amx()
+    off = _without_amx(monkeypatch, convviz.conv2d, *args)
+    assert np.array_equal(on.view(np.uint16), off.view(np.uint16))
+
+
+@needs_amx
 @pytest.mark.parametrize("pads", [(0, 1, 0, 1), (0, 1, 0, 0), (0, 0, 0, 1)])
 def test_a_pointwise_forward_with_bottom_or_right_pads_is_the_reference(pads, monkeypatch, rng):
     # Stride 2 and an explicit bottom or right pad: the last output row or column
