@@ -1135,6 +1135,21 @@ def test_practice_hides_the_result_checks_answers_and_shows_the_sum_on_a_miss(pa
     page.fill('[name="seed"]', "8")
     page.dispatch_event('[name="seed"]', "change")
     assert score.get_attribute("data-tried") == "2"
+    # a reload of the linked exercise finds it as the learner left it (localStorage) ...
+    url_query(page)
+    page.reload()
+    page.wait_for_function("() => window.convvizExplorer && document.querySelector('[data-panel]')")
+    score = page.locator('[data-role="score"]')
+    assert (score.get_attribute("data-right"), score.get_attribute("data-tried")) == ("1", "2")
+    assert page.text_content(sel("dx", 1, 1)).strip() == core_number(v)
+    assert "cvz-wrong" in page.get_attribute(sel("dx", 2, 3), "class")
+    # ... until "start over" hides every result cell again, for good
+    page.click('[name="practice_reset"]')
+    assert score.get_attribute("data-tried") == "0" and "36 cells left" in score.text_content()
+    assert page.text_content(sel("dx", 1, 1)).strip() == "?"
+    page.reload()
+    page.wait_for_function("() => window.convvizExplorer && document.querySelector('[data-panel]')")
+    assert page.locator('[data-role="score"]').get_attribute("data-tried") == "0"
     pages.check_offline()
 
 

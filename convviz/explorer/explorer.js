@@ -175,6 +175,7 @@ class ExplorerView {
           ${this.walkHtml()}
           <div class="cvz-practice" hidden>
             <div class="cvz-score" data-role="score" aria-live="polite"></div>
+            <button type="button" name="practice_reset">start over</button>
             <form class="cvz-question" onsubmit="return false" hidden>
               <label><span class="cvz-ask"></span>
                 <input name="answer" type="text" inputmode="decimal" autocomplete="off" size="8"></label>
@@ -221,6 +222,7 @@ class ExplorerView {
       }
     }
     this.q(".cvz-question").addEventListener("submit", (e) => { e.preventDefault(); this.checkAnswer(); });
+    this.controls.practice_reset.addEventListener("click", () => this.startOver());
     this.controls.as_convolution.addEventListener("click", () => {
       this.showConvolution = !this.showConvolution;
       this.renderConvolution();
@@ -1129,10 +1131,55 @@ class ExplorerView {
     return this.params.practice === "on" && !this.result.g.error;
   }
 
+  // A setting's score, kept in the browser's localStorage for the page's own numbers (a
+  // learner who reloads a linked exercise finds it as left; numbers passed from Python may
+  // differ from one run to the next, so theirs lasts the session).
   score() {
     const key = core.settingKey(this.params);
-    if (!this.scores.has(key)) this.scores.set(key, { answers: new Map(), right: 0 });
+    if (!this.scores.has(key)) {
+      const kept = this.storedScore(key);
+      this.scores.set(key, kept || { answers: new Map(), right: 0 });
+    }
     return this.scores.get(key);
+  }
+
+  scoreStorageKey(key) {
+    return Object.keys(this.given || {}).length ? null : `convviz-practice|${key}`;
+  }
+
+  storedScore(key) {
+    const name = this.scoreStorageKey(key);
+    try {
+      const text = name && window.localStorage && window.localStorage.getItem(name);
+      if (!text) return null;
+      const { answers } = JSON.parse(text);
+      const map = new Map(answers.filter(([k, v]) => typeof k === "string" && (v === "right" || v === "wrong")));
+      return { answers: map, right: [...map.values()].filter((v) => v === "right").length };
+    } catch (err) {
+      return null; // storage off (a sandboxed frame) or an old entry: a fresh score
+    }
+  }
+
+  storeScore() {
+    const key = core.settingKey(this.params), name = this.scoreStorageKey(key), score = this.scores.get(key);
+    try {
+      if (!name || !window.localStorage) return;
+      if (score && score.answers.size) window.localStorage.setItem(name, JSON.stringify({ answers: [...score.answers] }));
+      else window.localStorage.removeItem(name);
+    } catch (err) { /* storage full or off: the score lasts the session */ }
+  }
+
+  // The setting's answers forgotten: every result cell hidden again.
+  startOver() {
+    this.scores.set(core.settingKey(this.params), { answers: new Map(), right: 0 });
+    this.storeScore();
+    this.clearFocus();
+    this.q(".cvz-question").hidden = true;
+    this.q(".cvz-feedback").textContent = "";
+    this.asked = null;
+    this.updateValues();
+    this.showActive();
+    this.showScore();
   }
 
   // "hidden" (unanswered), "right", "wrong", or null (not a practice cell).
@@ -1167,6 +1214,7 @@ class ExplorerView {
     const score = this.score();
     score.answers.set(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c), right ? "right" : "wrong");
     if (right) score.right++;
+    this.storeScore();
     feedback.dataset.result = right ? "right" : "wrong";
     feedback.textContent = right ? `Right: ${name} = ${core.formatNumber(value)}.`
       : `Not quite: you wrote ${core.formatNumber(answer)}, and ${name} = ${core.formatNumber(value)}. ` +
