@@ -529,12 +529,12 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
             for (idx p = 0; p < pixels; ++p) scan_span(rows + p * step, a->group_elems);
         return rows;
     };
+    ExponentScan scan;  // direct: the input values the unit reads
     if (a->flat) {
         // Blocks of 32 output pixels m = oh * row_pixels + ow of an image; every
         // tap reads the padded rows (zero where they are padding).
         const idx rp = a->row_pixels, image_pixels = a->OH * rp, items = a->N * a->pixel_blocks;
         const idx begin = items * run / a->row_runs, end = items * (run + 1) / a->row_runs;
-        ExponentScan scan;  // direct: the input values the unit reads
         for (idx b = begin; b < end; ++b) {
             const idx n = b / a->pixel_blocks, m0 = (b % a->pixel_blocks) * 2 * AMX_TILE_M;
             const idx pixels = image_pixels - m0 < 2 * AMX_TILE_M ? image_pixels - m0 : 2 * AMX_TILE_M;
@@ -561,9 +561,7 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 }
             }
         }
-        if (a->direct) a->least_exponent[a->stage_units + unit] = scans ? scan.result(a->over_read > 0) : 255;
     } else {
-        ExponentScan scan;
         const idx rows = a->N * a->OH;
         const idx row_begin = rows * run / a->row_runs, row_end = rows * (run + 1) / a->row_runs;
         for (idx row = row_begin; row < row_end; ++row) {
@@ -598,8 +596,8 @@ void conv2d_amx_block(const void* args, int, int, idx unit, void* raw) {
                 for (idx t = 0; t < n_taps; ++t) tap_a[t] -= shift;
             }
         }
-        if (a->direct) a->least_exponent[a->stage_units + unit] = scans ? scan.result(a->over_read > 0) : 255;
     }
+    if (a->direct) a->least_exponent[a->stage_units + unit] = scans ? scan.result(a->over_read > 0) : 255;
     _tile_release();
 }
 
