@@ -138,7 +138,7 @@ class ExplorerView {
     this.playIndex = -1;
     this.timer = null;
     this.speed = 2;
-    this.scores = new Map(); // setting key -> { answers: Map(cell key -> "right" | "wrong"), right }
+    this.scores = new Map(); // setting key -> its answers: Map(cell key -> "right" | "wrong")
     this.showConvolution = false; // conv_transpose2d: draw the convolution it transposes
     this.shownPlanes = {}; // panel -> "a,b": the plane a panel shows when it shows one at a time
     this.planeMode = "auto"; // "auto", "all" or "one": the planes button's choice
@@ -1136,10 +1136,7 @@ class ExplorerView {
   // differ from one run to the next, so theirs lasts the session).
   score() {
     const key = core.settingKey(this.params);
-    if (!this.scores.has(key)) {
-      const kept = this.storedScore(key);
-      this.scores.set(key, kept || { answers: new Map(), right: 0 });
-    }
+    if (!this.scores.has(key)) this.scores.set(key, this.storedScore(key) || new Map());
     return this.scores.get(key);
   }
 
@@ -1153,39 +1150,37 @@ class ExplorerView {
       const text = name && window.localStorage && window.localStorage.getItem(name);
       if (!text) return null;
       const { answers } = JSON.parse(text);
-      const map = new Map(answers.filter(([k, v]) => typeof k === "string" && (v === "right" || v === "wrong")));
-      return { answers: map, right: [...map.values()].filter((v) => v === "right").length };
+      return new Map(answers.filter(([k, v]) => typeof k === "string" && (v === "right" || v === "wrong")));
     } catch (err) {
       return null; // storage off (a sandboxed frame) or an old entry: a fresh score
     }
   }
 
   storeScore() {
-    const key = core.settingKey(this.params), name = this.scoreStorageKey(key), score = this.scores.get(key);
+    const key = core.settingKey(this.params), name = this.scoreStorageKey(key), answers = this.scores.get(key);
     try {
       if (!name || !window.localStorage) return;
-      if (score && score.answers.size) window.localStorage.setItem(name, JSON.stringify({ answers: [...score.answers] }));
+      if (answers && answers.size) window.localStorage.setItem(name, JSON.stringify({ answers: [...answers] }));
       else window.localStorage.removeItem(name);
     } catch (err) { /* storage full or off: the score lasts the session */ }
   }
 
   // The setting's answers forgotten: every result cell hidden again.
   startOver() {
-    this.scores.set(core.settingKey(this.params), { answers: new Map(), right: 0 });
+    this.scores.set(core.settingKey(this.params), new Map());
     this.storeScore();
-    this.clearFocus();
     this.q(".cvz-question").hidden = true;
     this.q(".cvz-feedback").textContent = "";
     this.asked = null;
     this.updateValues();
-    this.showActive();
+    this.clearFocus(); // (which draws the highlight again)
     this.showScore();
   }
 
   // "hidden" (unanswered), "right", "wrong", or null (not a practice cell).
   practiceState(panel, a, b, r, c) {
     if (!this.practiceOn() || panel !== this.result.output) return null;
-    return this.score().answers.get(cellKey(panel, a, b, r, c)) || "hidden";
+    return this.score().get(cellKey(panel, a, b, r, c)) || "hidden";
   }
 
   // Ask for the pinned cell's value, if it is a hidden one.
@@ -1211,9 +1206,7 @@ class ExplorerView {
     const value = this.value(cell.panel, cell.r, cell.c, cell.b || 0, cell.a || 0);
     const name = this.cellName(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c);
     const right = core.isRight(answer, value);
-    const score = this.score();
-    score.answers.set(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c), right ? "right" : "wrong");
-    if (right) score.right++;
+    this.score().set(cellKey(cell.panel, cell.a || 0, cell.b || 0, cell.r, cell.c), right ? "right" : "wrong");
     this.storeScore();
     feedback.dataset.result = right ? "right" : "wrong";
     feedback.textContent = right ? `Right: ${name} = ${core.formatNumber(value)}.`
@@ -1234,12 +1227,13 @@ class ExplorerView {
     if (box.hidden) return;
     const t = this.result.tensors[this.result.output];
     const total = t.batch * t.channels * t.rows * t.cols;
-    const score = this.score();
+    const answers = this.score();
+    const right = [...answers.values()].filter((v) => v === "right").length, left = total - answers.size;
     const el = this.q('[data-role="score"]');
-    el.dataset.right = score.right;
-    el.dataset.tried = score.answers.size;
-    el.textContent = `Practice: ${score.right} right of ${score.answers.size} tried \u00b7 ${total - score.answers.size} ` +
-      `cell${total - score.answers.size === 1 ? "" : "s"} left. Click a ? cell, type its value, check.`;
+    el.dataset.right = right;
+    el.dataset.tried = answers.size;
+    el.textContent = `Practice: ${right} right of ${answers.size} tried \u00b7 ${left} ` +
+      `cell${left === 1 ? "" : "s"} left. Click a ? cell, type its value, check.`;
   }
 
   clearFocus() {
@@ -1487,7 +1481,7 @@ class ExplorerView {
       const drop = Boolean(link.pad && rec.result === "input");
       if (drop) dropped++;
       else targets.add(link[rec.result].join(","));
-      list.push({ panel: target.panel, a: target.a, b: target.b, r: target.r, c: target.c, other: w, product, dropped: drop });
+      list.push({ ...target, other: w, dropped: drop });
     }
     const resultSym = PANEL_SYMBOL[panelOf[rec.result]];
     const notes = [];
