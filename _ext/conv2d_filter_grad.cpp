@@ -148,6 +148,21 @@ constexpr int FG_MERGE_MAX_CIN = FG_MERGE_HALF_TILE_MAX_CIN > 3 ? FG_MERGE_HALF_
 // Output pixels per chunk (about): enough to amortise a tile's load and store,
 // few enough that a chunk's staged rows stay in the core's cache.
 constexpr idx FG_CHUNK_PIXELS = 256;
+// The first tile of a unit to read a chunk's input pixels in place (the rest
+// find them in cache) fetches the pixel this many steps ahead (PREFETCH_X in
+// filter_grad_tile) where pixels lie FG_PREFETCH_MIN_STRIDE bytes or more apart:
+// the core's prefetchers follow such strides a line ahead at most, and the tile
+// waited on L3 or memory for each pixel (perf: 8x56x56 256 -> 64, 1x1, all but
+// a few percent of the call in the tile's loop, at 31% of the FMA peak).  Timed
+// in one process, on and off alternating call by call (ABBA, 2 s a case, 2
+// threads, median ratio; the same bits): float32 1x1 layers 0.78-0.95x the time
+// (8x56x56 256 -> 64 0.79, 8x28x28 512 -> 256 0.82, 8x14x14 1024 -> 256 0.91,
+// 8x7x7 1152 -> 192 0.87), float64 0.78-0.98x, 3x3 layers and narrow pixels
+// 0.98-1.01x.  Prefetching in every tile gained nothing more (0.97-1.02x); nor
+// did pixels 128 bytes apart (0.98-1.01x).  AVX2's 6-row tiles do half the work a
+// step and gained nothing (0.95-1.02x): off there.
+constexpr idx FG_PREFETCH_STEPS = per_isa(THIS_ISA, 0, 0, 16);
+constexpr idx FG_PREFETCH_MIN_STRIDE = 256;
 // Parts of the rows (see Conv2dFilterGradArgs::parts): at most this many, each
 // of at least FG_PART_MIN_CHUNKS chunks and FG_PART_MIN_FLOPS of work, where a
 // part's accumulators take at most FG_PART_MAX_ACC_BYTES (they stay in the
@@ -288,8 +303,9 @@ static void conv2d_filter_grad_prepare(Conv2dFilterGradArgs* a) {
 // One tile over a chunk: acc (MR x NRV vectors, row p at tile + p * tile_row) +=
 // the rows' terms, or (from_zero) = them.  Row r adds counts[r] pixels:
 // a_rows[r][k * a_step + p] * b_rows[r][k * b_step + c].  Rows from store_rows
-// on are computed but not stored (a lone short tile's).
-template <class T, int MR, int NRV>
+// on are computed but not stored (a lone short tile's).  PREFETCH_X: fetch the
+// input pixel FG_PREFETCH_STEPS steps ahead (into the next row past a row's end).
+template <class T, int MR, int NRV, bool PREFETCH_X>
 static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_rows, const idx* counts, idx n_rows,
                                     idx a_step, idx b_step, T* tile, idx tile_row, idx store_rows, bool from_zero) {
     typedef Simd<T> S;
@@ -303,7 +319,16 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
         const T* a = a_rows[r];
         const T* b = b_rows[r];
         const idx K = counts[r];
+        // (Rows need not be adjacent: a stride skips input rows.)
+        const T* next = r + 1 < n_rows ? a_rows[r + 1] : a + K * a_step;
+        const T* ahead =
+            K > FG_PREFETCH_STEPS ? a + FG_PREFETCH_STEPS * a_step : next + (FG_PREFETCH_STEPS - K) * a_step;
         for (idx k = 0; k < K; ++k) {
+            if constexpr (PREFETCH_X) {  // the tile's MR channels of a pixel: one cache line, or two
+                CVZ_PREFETCH(ahead);
+                CVZ_PREFETCH(ahead + MR - 1);
+                ahead = k + 1 + FG_PREFETCH_STEPS == K ? next : ahead + a_step;
+            }
             vec bv[NRV];
             CVZ_UNROLL(4)
             for (int q = 0; q < NRV; ++q) bv[q] = S::load(b + k * b_step + q * S::V);
@@ -327,16 +352,24 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
 // 3 and 4 vectors are at most MR/2 rows tall (what the registers hold).
 template <class T, int NRV, int H = (NRV > 2 ? (FG_MR + 1) / 2 : FG_MR)>
 static inline void filter_grad_tile_for(idx rows, const T* const* a_rows, const T* const* b_rows, const idx* counts,
-                                        idx n_rows, idx a_step, idx b_step, T* tile, bool direct, idx out_row) {
+                                        idx n_rows, idx a_step, idx b_step, T* tile, bool direct, idx out_row,
+                                        bool prefetch_x) {
     constexpr int quarter = (FG_MR + 3) / 4;
     if constexpr (H > quarter) {
         if (rows < H)
             return filter_grad_tile_for<T, NRV, H - 1>(rows, a_rows, b_rows, counts, n_rows, a_step, b_step, tile,
-                                                       direct, out_row);
+                                                       direct, out_row, prefetch_x);
     }
     // The accumulator buffer holds every row of the tile; `out` only the real ones.
-    filter_grad_tile<T, H, NRV>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile,
-                                direct ? out_row : NRV * Simd<T>::V, direct ? rows : H, direct);
+    const idx tile_row = direct ? out_row : NRV * Simd<T>::V, store_rows = direct ? rows : H;
+    // (Tiles of 3-4 vectors are a stem's, whose pixels are a few channels wide.)
+    if constexpr (NRV <= 2 && FG_PREFETCH_STEPS > 0) {
+        if (prefetch_x)
+            return filter_grad_tile<T, H, NRV, true>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile, tile_row,
+                                                     store_rows, direct);
+    }
+    filter_grad_tile<T, H, NRV, false>(a_rows, b_rows, counts, n_rows, a_step, b_step, tile, tile_row, store_rows,
+                                       direct);
 }
 
 // Vectors of output channels in the tile whose channels start at c0.
@@ -611,23 +644,28 @@ static void conv2d_filter_grad_unit(const Conv2dFilterGradArgs* a, idx unit, voi
                                 (f.g * a->cout_g + f.c0)
                           : acc + tile * a->tile_elems;
             const idx nrv = filter_grad_vectors(a, f.c0), a_step = a->sw * x_pixel, out_row = a->out.s[2];
+            // The unit's first tile over these input channels of the chunk: blocks
+            // first, the unit's first block; else each group's block 0.
+            const bool first_read = a->blocks_outer ? f.g * a->c_blocks + f.c0 / block == first_block : f.c0 == 0;
+            const bool prefetch_x = FG_PREFETCH_STEPS > 0 && a->x_direct && first_read &&
+                                    a_step * (idx)sizeof(T) >= FG_PREFETCH_MIN_STRIDE;
             if (used > 0 || direct) {  // (direct: a tile no pair reaches stores its zeros)
                 switch (nrv) {
                     case 4:
                         filter_grad_tile_for<T, 4>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
-                                                   out_row);
+                                                   out_row, prefetch_x);
                         break;
                     case 3:
                         filter_grad_tile_for<T, 3>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
-                                                   out_row);
+                                                   out_row, prefetch_x);
                         break;
                     case 2:
                         filter_grad_tile_for<T, 2>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
-                                                   out_row);
+                                                   out_row, prefetch_x);
                         break;
                     default:
                         filter_grad_tile_for<T, 1>(f.rows, a_rows, b_rows, counts, used, a_step, dy_pixel, t, direct,
-                                                   out_row);
+                                                   out_row, prefetch_x);
                 }
             }
             if (a->kw_merged)  // then the columns where only some of the tile's taps are real
