@@ -652,9 +652,20 @@ static void conv2d_forward_row(const Conv2dForwardArgs* a, idx row, void* raw) {
 
 // The reduction channels of one part of a split sum: the block's filter rows of
 // a part (each block_vecs vectors wide) fill about this many bytes, which stay in the
-// core's L2 cache while the part passes every row (with the staged input and
-// the partial sums streaming by).
+// core's L2 cache while the part passes the rows of a chunk.
 constexpr idx FWD_PART_BYTES = 64 * 1024;
+// The rows of a chunk: their input fills about this many bytes, which stay in
+// the core's L2 while every part passes them.  The parts passed all of a unit's
+// rows (every row of the call, for a channel block), whose input (3.2 MB in
+// 8x14x14x512) came from L3 once per part: one thread at 74% of its FMA peak on
+// 8x14x14 512 -> 512 3x3, 90% with 128 channels.  Timed in one process, chunks
+// and whole passes alternating call by call (ABBA, 3 s a case, 2 threads,
+// median ratio; the same bits): forward 3x3 layers of 256-1024 channels 0.85-0.98x
+// the time (8x14x14 512 -> 512 0.88, 8x16x16 512 -> 1024 0.85, 1x28x28 512 ->
+// 512 0.90), their input gradients (this kernel, per stride phase) 0.87-0.91x,
+// float64 0.83-0.99x, AVX2 0.95-1.00x; 8x28x28 256 -> 512 1.00x.  Chunks of 1
+// MiB lost 2-7% against 256-512 KiB; 128 KiB was no better.
+constexpr idx FWD_PART_CHUNK_BYTES = 256 * 1024;
 
 // Whether a channel block's filter (KH * KW * cin_g rows of block_vecs vectors) is
 // bigger than two parts: then the block's sums are split
@@ -670,9 +681,10 @@ static inline bool conv2d_forward_split(const Conv2dForwardArgs* a) {
 // the block's whole filter would not stay in L2 (fwd_late: 9 x 512 rows of 2
 // vectors, 590 KB).  A part is one tap (a kernel row, when merged) and a run of
 // its reduction channels (as many parts per tap as FWD_PART_BYTES asks, of
-// equal size); parts go in the order of the unsplit sum, and each resumes from
-// the sums the previous one stored in y, so every element adds the same terms
-// in the same order (the same bits).
+// equal size); chunk by chunk of rows (FWD_PART_CHUNK_BYTES), parts go in the
+// order of the unsplit sum, and each resumes from the sums the previous one
+// stored in y, so every element adds the same terms in the same order (the
+// same bits).
 template <class T>
 static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dForwardScratch<T>& s, idx block,
                                        idx row_begin, idx row_end) {
@@ -685,28 +697,34 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
     const idx k_part = (K + parts - 1) / parts;
     const idx g = block / a->blocks_per_group, c0 = (block % a->blocks_per_group) * a->block_vecs * S::V;
     const int nrv = conv2d_forward_block_width(a, c0);
-    for (idx position = 0; position < positions; ++position)
-        for (idx k0 = 0; k0 < K; k0 += k_part) {
-            const idx kn = K - k0 < k_part ? K - k0 : k_part;
-            for (idx row = row_begin; row < row_end; ++row) {
-                const idx n = row / a->OH, oh = row % a->OH;
-                idx row_K, out_pixel, out_group;
-                const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &row_K);
-                T* out = conv2d_forward_out<T>(a, s, n, oh, &out_pixel, &out_group);
-                if (n_taps == 0) {  // every kernel row in the padding: an empty sum, stored once
-                    if (position == 0 && k0 == 0)
-                        conv2d_forward_blocks<T>(a, s, 0, row_K, block, block + 1, out, out_pixel, out_group);
-                    continue;
+    // The input rows an output row brings in: sh of them (W pixels of Cin channels).
+    const idx row_input_bytes = a->sh * a->W * a->Cin * (idx)sizeof(T);
+    const idx chunk = row_input_bytes < FWD_PART_CHUNK_BYTES ? FWD_PART_CHUNK_BYTES / row_input_bytes : 1;
+    for (idx chunk_begin = row_begin; chunk_begin < row_end; chunk_begin += chunk) {
+        const idx chunk_end = row_end - chunk_begin < chunk ? row_end : chunk_begin + chunk;
+        for (idx position = 0; position < positions; ++position)
+            for (idx k0 = 0; k0 < K; k0 += k_part) {
+                const idx kn = K - k0 < k_part ? K - k0 : k_part;
+                for (idx row = chunk_begin; row < chunk_end; ++row) {
+                    const idx n = row / a->OH, oh = row % a->OH;
+                    idx row_K, out_pixel, out_group;
+                    const idx n_taps = conv2d_forward_taps<T>(a, s, n, oh, &row_K);
+                    T* out = conv2d_forward_out<T>(a, s, n, oh, &out_pixel, &out_group);
+                    if (n_taps == 0) {  // every kernel row in the padding: an empty sum, stored once
+                        if (position == 0 && k0 == 0)
+                            conv2d_forward_blocks<T>(a, s, 0, row_K, block, block + 1, out, out_pixel, out_group);
+                        continue;
+                    }
+                    idx t = 0;  // this row's tap at this position, if it has one
+                    while (t < n_taps && (merge ? s.tap_kh[t] : s.tap_kh[t] * a->KW + s.tap_kw[t]) != position) ++t;
+                    if (t == n_taps) continue;
+                    s.tap_a[0] = s.tap_base[t] + g * a->cin_g + k0;
+                    s.tap_b[0] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0) + k0 * a->b_pitch;
+                    conv2d_forward_block_tiles<T>(a, s, 1, kn, c0, nrv, out + g * out_group + c0, out_pixel,
+                                                  t > 0 || k0 > 0);
                 }
-                idx t = 0;  // this row's tap at this position, if it has one
-                while (t < n_taps && (merge ? s.tap_kh[t] : s.tap_kh[t] * a->KW + s.tap_kw[t]) != position) ++t;
-                if (t == n_taps) continue;
-                s.tap_a[0] = s.tap_base[t] + g * a->cin_g + k0;
-                s.tap_b[0] = conv2d_forward_packed<T>(a, s.tap_kh[t], s.tap_kw[t], g, c0) + k0 * a->b_pitch;
-                conv2d_forward_block_tiles<T>(a, s, 1, kn, c0, nrv, out + g * out_group + c0, out_pixel,
-                                              t > 0 || k0 > 0);
             }
-        }
+    }
 }
 
 template <class T>

@@ -100,11 +100,14 @@ def test_wide_channels_on_every_simd_variant(case, data_format, dtype, rng):
 # A filter far bigger than the input, with a channel block's filter too big for the
 # core's cache: the kernel splits each sum into parts that resume from the stored
 # partial sums (NHWC, stored straight into the output).  NCHW goes through the row
-# buffer, unsplit: the two must agree to the bit.
+# buffer, unsplit: the two must agree to the bit.  The parts pass the rows chunk by
+# chunk (256 KiB of input rows a chunk): 2 x 10 rows of 20 KiB in chunks of 12 rows
+# (float32; float64 6, strided 6 and 3).
 SPLIT = [
     # (N, H, W, C_in, C_out, groups)
     (2, 4, 5, 256, 48, 1),
     (1, 3, 4, 512, 64, 2),
+    (2, 10, 10, 512, 40, 1),
 ]
 
 
