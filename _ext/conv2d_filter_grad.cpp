@@ -324,8 +324,9 @@ static inline void filter_grad_tile(const T* const* a_rows, const T* const* b_ro
         const T* ahead =
             K > FG_PREFETCH_STEPS ? a + FG_PREFETCH_STEPS * a_step : next + (FG_PREFETCH_STEPS - K) * a_step;
         for (idx k = 0; k < K; ++k) {
-            if constexpr (PREFETCH_X) {  // the tile's MR channels of a pixel: one cache line, or two
+            if constexpr (PREFETCH_X) {  // the tile's MR channels of a pixel: one to three cache lines
                 CVZ_PREFETCH(ahead);
+                if constexpr (MR * sizeof(T) > 64) CVZ_PREFETCH(ahead + MR / 2);
                 CVZ_PREFETCH(ahead + MR - 1);
                 ahead = k + 1 + FG_PREFETCH_STEPS == K ? next : ahead + a_step;
             }

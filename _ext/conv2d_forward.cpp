@@ -699,7 +699,9 @@ static void conv2d_forward_block_parts(const Conv2dForwardArgs* a, const Conv2dF
     const int nrv = conv2d_forward_block_width(a, c0);
     // The input rows an output row brings in: sh of them (W pixels of Cin channels).
     const idx row_input_bytes = a->sh * a->W * a->Cin * (idx)sizeof(T);
-    const idx chunk = row_input_bytes < FWD_PART_CHUNK_BYTES ? FWD_PART_CHUNK_BYTES / row_input_bytes : 1;
+    const idx chunk = row_input_bytes <= 0                      ? row_end - row_begin
+                      : row_input_bytes < FWD_PART_CHUNK_BYTES ? FWD_PART_CHUNK_BYTES / row_input_bytes
+                                                                : 1;
     for (idx chunk_begin = row_begin; chunk_begin < row_end; chunk_begin += chunk) {
         const idx chunk_end = row_end - chunk_begin < chunk ? row_end : chunk_begin + chunk;
         for (idx position = 0; position < positions; ++position)

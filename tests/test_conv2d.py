@@ -126,10 +126,14 @@ def test_split_sums_give_the_bits_of_whole_ones(case, dtype, rng):
         bound = reference.conv2d(np.abs(x.astype(np.float64)), np.abs(filt.astype(np.float64)), **kwargs)
         for isa in ISAS:
             with cpu.use_isa(isa):
-                split = convviz.conv2d(x, filt, **kwargs)
                 whole = convviz.conv2d(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), filt, **nchw)
-            assert_close_to_reference(split, exact, bound, dtype)
-            assert split.tobytes() == np.ascontiguousarray(whole.transpose(0, 2, 3, 1)).tobytes(), (isa, padding)
+                # One thread: a unit per channel block over every row (more threads cut the
+                # rows into runs of fewer than a chunk).
+                for n_threads in (1, 2):
+                    split = convviz.conv2d(x, filt, **kwargs, n_threads=n_threads)
+                    assert_close_to_reference(split, exact, bound, dtype)
+                    assert split.tobytes() == np.ascontiguousarray(whole.transpose(0, 2, 3, 1)).tobytes(), (
+                        isa, padding, n_threads)
 
 
 @pytest.mark.parametrize("shape", [(2, 7, 6, 4, 6, 2), (1, 4, 5, 24, 40, 1)], ids=["by-rows", "by-channel-blocks"])
