@@ -21,6 +21,18 @@ def test_every_marked_file_and_test_exists():
         assert (TESTS / name).is_file(), f"conftest.FILE_MARKERS names {name}, which is not in tests/"
     for (name, test), _ in conftest.TEST_MARKERS.items():
         assert test in _test_functions(TESTS / name), f"conftest.TEST_MARKERS: no {test} in tests/{name} (renamed?)"
+    for name in conftest.LONGEST_FIRST:  # the order xdist hands files out in
+        assert (TESTS / name).is_file(), f"conftest.LONGEST_FIRST names {name}, which is not in tests/"
+    assert len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
+
+
+def test_the_longest_files_come_first(request):
+    """Collected in LONGEST_FIRST's order, the rest after them: under `-n auto` no long file
+    starts last."""
+    files = list(dict.fromkeys(item.path.name for item in request.session.items))
+    ranked = [name for name in files if name in conftest.LONGEST_FIRST]
+    assert files[:len(ranked)] == ranked
+    assert ranked == [name for name in conftest.LONGEST_FIRST if name in ranked]
 
 
 def test_markers_are_the_registered_ones(pytestconfig):
