@@ -97,7 +97,7 @@ LONGEST_FIRST = (
     "test_browser.py",            # 23 s
     "test_typing.py",             # 22 s
 )
-MAX_AUTO_WORKERS = 6  # beyond this, the workers wait on test_build.py; each holds ~0.3 GB
+MAX_AUTO_WORKERS = 6  # more would wait on test_build.py, 148 s of the ~830 s in all
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
