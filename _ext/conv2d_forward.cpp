@@ -129,21 +129,27 @@ void conv2d_forward_block(const void* args, int isa, int f64, idx unit, void* sc
 
 // The largest load (vectors x rows) a thread gets when `runs` runs of rows per
 // block are split statically (OpenMP's schedule(static): contiguous shares, the
-// first units % threads threads one unit more) over `threads` threads.
+// first units % threads threads one unit more) over `threads` threads.  The units
+// are walked in order with counters rather than a division or four each: the search
+// below runs on the calling thread before every call by blocks (1x14x14 80 -> 480
+// on 2 threads: 0.96x the time of the divisions, 80 -> 200 0.97x; the same choice).
 static double busiest_thread(const Conv2dForwardArgs* a, idx runs, int threads) {
     const idx vectors = a->cout_g_pad / a->V, rows = a->N * a->OH;
     const idx units = a->G * a->blocks_per_group * runs;
     const idx share = units / threads, extra = units % threads;
     double busiest = 0;
-    idx u = 0;
+    idx run = 0, j = 0, begin = 0;  // the unit's run of rows, its block's place in the group, the run's first row
     for (int t = 0; t < threads; ++t) {
         double load = 0;
-        for (idx end = u + share + (t < extra ? 1 : 0); u < end; ++u) {
-            const idx block = u / runs, run = u % runs, j = block % a->blocks_per_group;
+        for (idx n = share + (t < extra ? 1 : 0); n > 0; --n) {
             const idx left = vectors - j * a->block_vecs;
-            idx begin, stop;
-            row_run(rows, runs, run, &begin, &stop);
+            const idx stop = rows * (run + 1) / runs;  // row_run's end of this run
             load += (double)(left < a->block_vecs ? left : a->block_vecs) * (double)(stop - begin);
+            begin = stop;
+            if (++run == runs) {
+                run = begin = 0;
+                if (++j == a->blocks_per_group) j = 0;
+            }
         }
         if (load > busiest) busiest = load;
     }
