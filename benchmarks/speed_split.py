@@ -4,8 +4,8 @@ This VM runs the same call at two speeds that last seconds (benchmarks/vm_minute
 convviz slows more than its peers in the slow ones, so a sweep row's speedup depends on the
 minute it ran in. Here each round times convviz, TensorFlow and PyTorch once each (as the
 sweep does: 2 threads, the same arrays, an untimed call first) and a fixed one-thread convviz
-call, the probe; a round is fast when its probe is within 1.15x of the fastest probe of the
-case, slow at 1.4x or more. Each case gets its speedup (the faster peer's median over
+call, the probe; a round is fast or slow by its probe's time against the case's fastest probe
+(vm_minutes.split_by_speed: within 1.15x, or 1.4x or more). Each case gets its speedup (the faster peer's median over
 convviz's) in all rounds, in the fast ones and in the slow ones.
 
     python benchmarks/speed_split.py benchmarks/limits-intel-xeon-emr-sweep-stop36.md \
@@ -27,6 +27,7 @@ import convviz
 from convviz.bench.cases import Case, _data
 from convviz.bench.machine import machine_description
 from convviz.bench.peers import _load_peers, convviz_call, tensorflow_call, torch_call
+from vm_minutes import split_by_speed  # this folder: run as python benchmarks/speed_split.py
 
 OPS = {"fwd": "conv2d", "bpi": "conv2d_backprop_input", "bpf": "conv2d_backprop_filter"}
 ROW = re.compile(r"^\| (fwd|bpi|bpf) (\d+),(\d+),(\d+),(\d+),(\d+),(\d+),(\d+),(\d+) \| ([\d.]+)x \| ([\d.]+) \|")
@@ -40,7 +41,7 @@ def limited_cases(path: str, every: int, max_ms: float) -> list[tuple[Case, floa
     for index, m in enumerate(rows):
         if index % every == 0:
             sizes = [int(v) for v in m.groups()[1:9]]
-            picked.append((Case(f"{m.group(1)}", OPS[m.group(1)], *sizes), float(m.group(10))))
+            picked.append((Case(m.group(1), OPS[m.group(1)], *sizes), float(m.group(10))))
     return picked
 
 
@@ -86,21 +87,19 @@ def main() -> None:
     print(machine_description()["cpu"], "|", status)
     rng = np.random.default_rng(0)
     the_probe = probe()
+    makers = {"tensorflow": tensorflow_call, "torch": torch_call}
     results = []
     print(f"{'case':34} {'sweep':>6} {'all':>6} {'fast':>6} {'slow':>6}  fast/slow rounds")
     for case, sweep in limited_cases(args.limits, args.every, args.max_ms):
         data = _data(case, rng)
         calls = {"convviz": convviz_call(case, data, args.threads)}
-        makers = {"tensorflow": tensorflow_call, "torch": torch_call}
         for name in peers:
             calls[name] = makers[name](case, data)
         calls["probe"] = the_probe
         for call in calls.values():
             call()
         timed = rounds(calls, args.seconds)
-        base = min(r["probe"] for r in timed)
-        fast = [r for r in timed if r["probe"] <= 1.15 * base]
-        slow = [r for r in timed if r["probe"] >= 1.4 * base]
+        fast, slow = split_by_speed(timed, "probe")
         row = {"case": case.label, "sweep": sweep, "all": speedup(timed, peers), "fast": speedup(fast, peers),
                "slow": speedup(slow, peers), "rounds": [len(fast), len(slow), len(timed)]}
         results.append(row)

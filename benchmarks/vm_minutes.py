@@ -28,6 +28,18 @@ from convviz import _machine
 KiB, MiB = 1024, 1024 * 1024
 
 
+# A round is fast when its probe took at most FAST times the fastest round's, slow at SLOW
+# times or more (the rest, in between, count in neither); benchmarks/speed_split.py sorts its
+# rounds the same way.
+FAST, SLOW = 1.15, 1.4
+
+
+def split_by_speed(rounds: list[dict[str, float]], probe: str) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """(fast rounds, slow rounds), by each round's time of `probe` against the fastest round's."""
+    fastest = min(r[probe] for r in rounds)
+    return ([r for r in rounds if r[probe] <= FAST * fastest], [r for r in rounds if r[probe] >= SLOW * fastest])
+
+
 def _best_ms(call: Callable[[], Any], repeats: int = 3) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -96,9 +108,7 @@ def main() -> None:
     while time.perf_counter() < end:
         rounds.append({name: measure() for name, measure in table.items()})
     classifier = next(iter(table))
-    fastest = min(r[classifier] for r in rounds)
-    fast = [r for r in rounds if r[classifier] <= 1.15 * fastest]
-    slow = [r for r in rounds if r[classifier] >= 1.4 * fastest]
+    fast, slow = split_by_speed(rounds, classifier)
     print(f"{len(rounds)} rounds: {len(fast)} fast, {len(slow)} slow (by {classifier})")
     print(f"{'probe':40} {'fast':>9} {'slow':>9} {'slow/fast':>9}")
     for name in table:
